@@ -30,9 +30,11 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+from audit.seeds_cmd import seeds_app  # noqa: E402
 from audit.targets_cmd import targets_app  # noqa: E402
 
 app.add_typer(targets_app, name="targets")
+app.add_typer(seeds_app, name="seeds")
 # The composition root: one registry of the keys this process reads, and terminals
 # that redact them (a server can echo a key into a reply or an error).
 SECRETS = SecretRegistry()
@@ -80,7 +82,7 @@ def _guarded(action: Callable[[], Any], log_path: Path | None = None) -> Any:
 
 
 def _seed_text(seed: Optional[str]) -> Optional[str]:
-    """`--seed` is a file when such a file exists, else the instruction itself."""
+    """`--seed` is a file when such a file exists, else a library seed's id, else the instruction itself."""
     if seed is None:
         return None
     path = Path(seed)
@@ -89,6 +91,10 @@ def _seed_text(seed: Optional[str]) -> Optional[str]:
             return path.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
             _fail(f"--seed {seed}: cannot read it ({exc})")
+    from auditor.seeds import ID_PATTERN, get_seed
+
+    if "-" in seed and ID_PATTERN.match(seed):  # one kebab-case word: an id, never an instruction
+        return get_seed(seed).text  # an unknown id is a SpecError naming close matches
     return seed
 
 
@@ -106,7 +112,9 @@ def run(
         "offline (MiniLM grader, no key) | lexical | llm:MODEL_SPEC.",
     ),
     seed: Optional[str] = typer.Option(
-        None, help="Seed instruction for the auditor: text, or a .txt/.md file. Default: find the hidden quirk."
+        None,
+        help="Seed instruction for the auditor: a seed id from `audit seeds list`, a .txt/.md file, or the "
+        "instruction text. Default: find the hidden quirk (seed quirk-hunt).",
     ),
     max_turns: int = typer.Option(30, min=1, help="Auditor turns before the audit ends."),
     max_tokens: Optional[int] = typer.Option(None, min=1, help="Token budget (auditor + target) before it ends."),

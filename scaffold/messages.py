@@ -129,8 +129,14 @@ class TokenRecord(BaseModel):
 
     prompt_ids: list[int]
     completion_ids: list[int]
+    # log_softmax(logits / T)[id] of each completion token under the model itself (no
+    # grammar mask): what a trainer recomputes from the same weights.
     completion_logprobs: list[float] | None = None
+    # 1 where the policy chose the token, 0 where a grammar forced it (constrained
+    # decoding with a single allowed token). None means every token was the policy's.
+    completion_mask: list[int] | None = None
     policy_version: str | None = None
+    rollout_id: str | None = None
 
 
 class ModelResponse(BaseModel):
@@ -154,3 +160,7 @@ class GenerateConfig(BaseModel):
     seed: int | None = None
     # "user": sample the user's next turn instead of the assistant's (sample_user_turn).
     sample_as: Literal["assistant", "user"] = "assistant"
+    # Which rollout (audit) this call belongs to. A token-level policy uses it to build
+    # each prompt as an extension of the previous turn's exact ids (DESIGN.md, training
+    # data path) and stamps it on the TokenRecord; other models ignore it.
+    rollout_id: str | None = None

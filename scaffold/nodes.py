@@ -126,7 +126,8 @@ async def auditor_node(state: AuditState, runtime: Runtime[AuditContext]) -> dic
         t.append(EndEvent(reason=reason))  # type: ignore[arg-type]
         return _finish(ctx, state, done=True, call_count=0, call_index=0)
     tools = [tool.definition for tool in ctx.tools.values()]
-    response = await _generate("auditor", ctx.auditor, t.auditor_messages, tools, ctx.auditor_config)
+    config = (ctx.auditor_config or GenerateConfig()).model_copy(update={"rollout_id": t.run_id})
+    response = await _generate("auditor", ctx.auditor, t.auditor_messages, tools, config)
     message = response.message.model_copy(update={"id": t.new_id("a"), "role": "assistant"})
     t.append(
         AuditorMessageEvent(

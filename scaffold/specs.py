@@ -7,6 +7,17 @@ A spec comes from YAML or from a short string:
     hf:smollm2-135m            (the packaged default)  or  hf:/path/to/model
     openai_compatible:http://127.0.0.1:8000/v1#served-model-name
 
+An hf spec may add modifiers, each after a '+', in any order:
+
+    hf:PATH+lora:ADAPTER_DIR     a LoRA adapter (peft save_pretrained dir) -> extra["lora"]
+    hf:PATH+constrained          constrained decoding                      -> extra["constrained"] = True
+    hf:smollm2-135m+lora:/runs/step-40+constrained
+
+Parsing is deliberately simple: the text after 'hf:' is split on '+'; the first part is the
+model, each other part a modifier. So neither PATH nor ADAPTER_DIR may contain '+'; an
+ADAPTER_DIR may contain ':' (everything after 'lora:' is the directory). Other providers
+take no modifiers: `anthropic:x+constrained` is an error, not a model named so.
+
 Every error names the field at fault, so the CLI can print one clear line.
 """
 
@@ -19,6 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 KNOWN_PROVIDERS = ("anthropic", "openai", "openai_compatible", "hf")
+HF_MODIFIERS = ("lora:DIR", "constrained")  # the '+' modifiers of an hf short string
 
 
 class SpecError(ValueError):
@@ -69,18 +81,49 @@ def describe_validation_error(exc: ValidationError, where: str) -> str:
 
 
 def parse_model_string(text: str) -> ModelSpec:
-    """Parse `provider:model` (and `openai_compatible:URL#model`) into a ModelSpec."""
+    """Parse `provider:model` (and `openai_compatible:URL#model`, `hf:model+modifiers`) into a ModelSpec."""
     provider, sep, rest = text.partition(":")
     if not sep or not rest:
         raise SpecError(f"model spec {text!r}: expected 'provider:model', e.g. 'anthropic:claude-sonnet-4-5'")
     if provider not in KNOWN_PROVIDERS:
         raise SpecError(f"model spec {text!r}: unknown provider {provider!r}; known: {', '.join(KNOWN_PROVIDERS)}")
+    if provider == "hf":
+        return _parse_hf(text, rest)
+    if any(_modifier_name(part) in HF_MODIFIERS for part in rest.split("+")[1:]):
+        raise SpecError(f"model spec {text!r}: modifiers ({', '.join('+' + m for m in HF_MODIFIERS)}) are for hf only")
     if provider == "openai_compatible":
         url, hash_, model = rest.partition("#")
         if not hash_ or not model or not url.startswith(("http://", "https://")):
             raise SpecError(f"model spec {text!r}: expected 'openai_compatible:http://HOST:PORT/v1#MODEL'")
         return ModelSpec(provider=provider, model=model, base_url=url)
     return ModelSpec(provider=provider, model=rest)
+
+
+def _modifier_name(part: str) -> str:
+    """`lora:/x` -> `lora:DIR`, `constrained` -> `constrained`: the key into HF_MODIFIERS."""
+    return "lora:DIR" if part.startswith("lora:") else part
+
+
+def _parse_hf(text: str, rest: str) -> ModelSpec:
+    """`hf:MODEL[+lora:DIR][+constrained]` (see the module docstring)."""
+    model, *parts = rest.split("+")
+    if not model:
+        raise SpecError(f"model spec {text!r}: expected 'hf:MODEL' before any '+' modifier")
+    extra: dict[str, Any] = {}
+    for part in parts:
+        if _modifier_name(part) not in HF_MODIFIERS:
+            known = ", ".join("+" + m for m in HF_MODIFIERS)
+            raise SpecError(f"model spec {text!r}: unknown modifier '+{part}'; known: {known}")
+        key = part.partition(":")[0]  # "lora" or "constrained"
+        if key in extra:
+            raise SpecError(f"model spec {text!r}: '+{key}' given twice")
+        if key == "lora":
+            extra["lora"] = part[len("lora:") :]
+            if not extra["lora"]:
+                raise SpecError(f"model spec {text!r}: '+lora:' needs an adapter directory")
+        else:
+            extra[key] = True
+    return ModelSpec(provider="hf", model=model, extra=extra)
 
 
 def model_spec_from(value: Any, where: str = "model") -> ModelSpec:

@@ -184,8 +184,8 @@ async def test_generation_does_not_block_the_event_loop() -> None:
 
 async def test_failures_are_model_errors(monkeypatch) -> None:
     model = tiny_chat()
-    with pytest.raises(ModelError, match="the model's context is 2048 tokens"):
-        await model.generate(user("word " * 2100))
+    with pytest.raises(ModelError, match="the model's context is 8192 tokens"):
+        await model.generate(user("word " * 8300))
 
     def broken(requests):
         raise RuntimeError("out of memory")

@@ -10,6 +10,8 @@ Options in `ModelSpec.extra` (unknown keys are a SpecError):
   batch_window_ms  how long the batcher waits for companions of a first request (default 5)
   tool_role        chat role that carries tool results: "user" (default; for templates
                    without a tool role, such as ChatML) or "tool"
+  constrained      true: every reply with tools is one well-formed tool call
+                   (constrained.py; the `+constrained` spec modifier sets it)
 `max_concurrency` and `timeout_s` do not apply: concurrency is the batcher's job.
 
 Generation is a plain KV-cached decode loop rather than `model.generate`, so that it
@@ -20,7 +22,11 @@ data path) without keeping a vocabulary-sized score tensor per step:
   * `completion_logprobs[t]` is log_softmax(logits_t / T)[id_t], the log-probability
     under the distribution actually sampled from (T = temperature; the raw logits when
     greedy). Pure temperature sampling: no top-k / top-p, so this is also what a
-    trainer recomputes from logits / T.
+    trainer recomputes from logits / T. Under constrained decoding the sample comes
+    from that distribution renormalised over the grammar's allowed ids, and the
+    record keeps the model's own logprob plus a mask of the tokens the grammar forced.
+  * With `config.rollout_id` set, a prompt extends the rollout's previous turn's exact
+    ids (token_prompts.py), so a rollout's turns merge into training rows by prefix.
 Temperature: the call's, else the spec's, else the model's generation_config
 (SmolLM2's: greedy). 0 means greedy. Seeding: each request samples with its own
 torch.Generator seeded from `config.seed` (from torch's global RNG when unset), so a
@@ -43,14 +49,15 @@ from scaffold.messages import GenerateConfig, Message, ModelResponse, TokenRecor
 from scaffold.model import ModelError
 from scaffold.providers import text_tools
 from scaffold.providers.batcher import GenerationBatcher, left_pad
+from scaffold.providers.constrained import GrammarState, ToolCallGrammar, VocabularyMasks
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model
+from scaffold.providers.token_prompts import PromptBuilder, tools_key
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError, describe_validation_error
 
 # One generate at a time in this process, whichever local model it is for: on a CPU two
 # concurrent generates only fight over the same cores.
 _ENGINE_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-generate")
-_USER_SENTINEL = "\x00auditrl-user-turn\x00"
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -64,6 +71,8 @@ class LocalOptions(BaseModel):
     max_batch_size: int = Field(16, ge=1, le=1024, description="Most requests in one batched generation.")
     batch_window_ms: float = Field(5.0, ge=0, le=10_000, description="Wait for companions of a first request.")
     tool_role: Literal["user", "tool"] = Field("user", description="Chat role that carries tool results.")
+    constrained: bool = Field(False, description="Constrain every reply with tools to one well-formed call.")
+    lora: str | None = Field(None, description="Directory of a PEFT LoRA adapter to load on the base model.")
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,7 @@ class _Request:
     max_new_tokens: int
     temperature: float  # 0: greedy
     seed: int | None
+    grammar: ToolCallGrammar | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,7 @@ class _Completion:
     logprobs: list[float]
     stopped: bool  # an end-of-turn token was sampled
     policy_version: str | None
+    mask: list[int] | None = None  # 0 where the grammar forced the token
 
 
 class LocalChatModel:
@@ -103,17 +114,24 @@ class LocalChatModel:
         batch_window_ms: float = 5.0,
         tool_role: str = "user",
         policy_version: str | None = None,
+        constrained: bool = False,
+        record_logprobs: bool = True,
     ) -> None:
         if not getattr(tokenizer, "chat_template", None):
             raise SpecError(f"hf model {name!r}: its tokenizer has no chat template")
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.max_tokens, self.tool_role, self.policy_version = max_tokens, tool_role, policy_version
+        self.constrained, self.record_logprobs = constrained, record_logprobs
+        self.prompts = PromptBuilder(tokenizer, tool_role=tool_role)
+        self._masks: VocabularyMasks | None = None
+        self._grammars: dict[object, ToolCallGrammar] = {}
         gen = getattr(model, "generation_config", None)
         model_default = float(gen.temperature or 1.0) if gen is not None and gen.do_sample else 0.0
         self.temperature = model_default if temperature is None else temperature
         self.stop_ids = _stop_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids)
+        self.stop_texts = [tokenizer.decode([i]) for i in sorted(self.stop_ids)]
         # transformers 5.x renamed `past_key_values` to `cache` (argument and output field).
         self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         self.context_length = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
@@ -137,31 +155,19 @@ class LocalChatModel:
     def render_prompt(
         self, messages: Sequence[Message], tools: Sequence[ToolDefinition] = (), config: GenerateConfig | None = None
     ) -> str:
-        """The exact prompt text `generate` tokenizes for this call.
+        """The prompt text of a fresh call (see PromptBuilder.render for prefill and sample_as)."""
+        return self.prompts.render(messages, tools, config)
 
-        A trailing assistant message with `prefill` set is not rendered as a turn: the
-        prompt ends with the assistant header and the prefill text, left open. With
-        `sample_as="user"` the prompt ends with the user header instead (a trailing
-        prefill is then dropped).
-        """
-        config = config or GenerateConfig()
-        msgs, prefill = list(messages), None
-        if msgs and msgs[-1].role == "assistant" and msgs[-1].prefill is not None:
-            prefill = msgs.pop().prefill
-        chat = text_tools.render_messages(msgs, tools, tool_role=self.tool_role)
-        if config.sample_as == "user":
-            return self._user_turn_prompt(chat)
-        text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
-        return text + (prefill or "")
-
-    def _user_turn_prompt(self, chat: list[dict[str, str]]) -> str:
-        # The template's own user header: render a dummy user turn and cut at its content.
-        dummy = chat + [{"role": "user", "content": _USER_SENTINEL}]
-        text = self.tokenizer.apply_chat_template(dummy, add_generation_prompt=False, tokenize=False)
-        cut = text.find(_USER_SENTINEL)
-        if cut < 0:
-            raise ModelError(f"{self.name}: cannot find the user header in its chat template")
-        return text[:cut]
+    def grammar_for(self, tools: Sequence[ToolDefinition]) -> ToolCallGrammar:
+        """The tool-call grammar over `tools` (built once per tool list)."""
+        key = tools_key(tools)
+        if key not in self._grammars:
+            if self._masks is None:
+                self._masks = VocabularyMasks(self.tokenizer, self.stop_ids | set(self.tokenizer.all_special_ids))
+            stop = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+            stop_id = stop if stop in self.stop_ids else min(self.stop_ids)
+            self._grammars[key] = ToolCallGrammar(self.tokenizer, tools, stop_id=stop_id, masks=self._masks)
+        return self._grammars[key]
 
     async def generate(
         self,
@@ -172,14 +178,18 @@ class LocalChatModel:
         """Answer the conversation (or write the user's turn); see the module docstring."""
         config = config or GenerateConfig()
         started = time.perf_counter()
-        prompt = self.render_prompt(messages, tools, config)
-        prompt_ids = list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])  # tokenized once, here
+        prompt_ids = self.prompts.build(messages, tools, config, stop_texts=self.stop_texts).ids
         room = self.context_length - len(prompt_ids)
         if room < 1:
             n, limit = len(prompt_ids), self.context_length
             raise ModelError(f"{self.name}: the prompt has {n} tokens; the model's context is {limit} tokens")
         temperature = self.temperature if config.temperature is None else config.temperature
-        request = _Request(prompt_ids, min(config.max_tokens or self.max_tokens, room), float(temperature), config.seed)
+        prefilled = bool(messages) and messages[-1].role == "assistant" and messages[-1].prefill is not None
+        grammar = None
+        if self.constrained and tools and config.sample_as == "assistant" and not prefilled:
+            grammar = self.grammar_for(tools)
+        max_new = min(config.max_tokens or self.max_tokens, room)
+        request = _Request(prompt_ids, max_new, float(temperature), config.seed, grammar)
         try:
             done = await self.batcher.submit(request)
         except ModelError:
@@ -192,9 +202,14 @@ class LocalChatModel:
         calls: list[ToolCall] = []
         if tools and role == "assistant":
             text, calls = text_tools.parse_tool_calls(text, offset=text_tools.count_tool_calls(messages))
+        message = Message(role=role, content=text, tool_calls=calls)
+        if role == "assistant":
+            self.prompts.remember(
+                config.rollout_id, messages, tools, message, prompt_ids + done.ids, stopped=done.stopped
+            )
         stop = "tool_use" if calls else ("end_turn" if done.stopped else "max_tokens")
         return ModelResponse(
-            message=Message(role=role, content=text, tool_calls=calls),
+            message=message,
             usage=Usage(input_tokens=len(prompt_ids), output_tokens=len(done.ids)),
             latency_s=time.perf_counter() - started,
             model=self.name,
@@ -202,8 +217,10 @@ class LocalChatModel:
             tokens=TokenRecord(
                 prompt_ids=prompt_ids,
                 completion_ids=done.ids,
-                completion_logprobs=done.logprobs,
+                completion_logprobs=done.logprobs if self.record_logprobs else None,
+                completion_mask=done.mask,
                 policy_version=done.policy_version,
+                rollout_id=config.rollout_id,
             ),
         )
 
@@ -213,7 +230,7 @@ class LocalChatModel:
             return self._decode(requests)
 
     def _decode(self, requests: list[_Request]) -> list[_Completion]:
-        device, version = self.device, self.policy_version
+        device, version, record = self.device, self.policy_version, self.record_logprobs
         ids, mask = left_pad([r.prompt_ids for r in requests], self.pad_id)
         step_ids = torch.tensor(ids, device=device)
         attention = torch.tensor(mask, device=device)
@@ -221,9 +238,12 @@ class LocalChatModel:
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
         temperature = requests[0].temperature  # the batcher groups by temperature
         generators = [] if temperature <= 0 else [_generator(r.seed, device) for r in requests]
+        grammars: list[GrammarState | None] = [r.grammar.start(r.max_new_tokens) if r.grammar else None for r in requests]
+        constrained = any(g is not None for g in grammars)
         stop = torch.tensor(sorted(self.stop_ids), device=device)
         out_ids: list[list[int]] = [[] for _ in requests]
         out_lps: list[list[float]] = [[] for _ in requests]
+        out_mask: list[list[int]] = [[] for _ in requests]
         finished = [False] * len(requests)
         stopped = [False] * len(requests)
         cache: dict[str, Any] = {}
@@ -238,19 +258,34 @@ class LocalChatModel:
             )
             cache = {self._cache_arg: out[self._cache_arg]}
             logits = out.logits[:, -1, :].float()
-            logprobs = torch.log_softmax(logits / temperature if temperature > 0 else logits, dim=-1)
+            scaled = logits / temperature if temperature > 0 else logits
+            forced = [False] * len(requests)
+            if constrained:
+                bias = torch.zeros_like(scaled)
+                for i, g in enumerate(grammars):
+                    if g is not None and not finished[i]:
+                        forced[i] = g.bias_into(bias[i])
+                scores = scaled + bias
+            else:
+                scores = scaled
             if temperature > 0:
-                probs = logprobs.exp()
+                probs = torch.softmax(scores, dim=-1)
                 chosen = torch.cat([torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(generators)])
             else:
-                chosen = logprobs.argmax(dim=-1)
-            chosen_lps = logprobs.gather(1, chosen[:, None])[:, 0].tolist()
+                chosen = scores.argmax(dim=-1)
+            if record:  # the model's own logprob of the token, never the masked one
+                chosen_lps = torch.log_softmax(scaled, dim=-1).gather(1, chosen[:, None])[:, 0].tolist()
+            else:
+                chosen_lps = [0.0] * len(requests)
             is_stop = torch.isin(chosen, stop).tolist()
             for i, (token, lp) in enumerate(zip(chosen.tolist(), chosen_lps, strict=True)):
                 if finished[i]:
                     continue  # a finished row rides along; its samples are discarded
                 out_ids[i].append(token)
                 out_lps[i].append(lp)
+                out_mask[i].append(0 if forced[i] else 1)
+                if grammars[i] is not None:
+                    grammars[i].advance(token)  # type: ignore[union-attr]
                 stopped[i] = is_stop[i]
                 finished[i] = is_stop[i] or len(out_ids[i]) >= requests[i].max_new_tokens
             if all(finished):
@@ -258,7 +293,10 @@ class LocalChatModel:
             step_ids = chosen[:, None]
             attention = torch.cat([attention, attention.new_ones((len(requests), 1))], dim=1)
             positions = positions[:, -1:] + 1
-        return [_Completion(out_ids[i], out_lps[i], stopped[i], version) for i in range(len(requests))]
+        return [
+            _Completion(out_ids[i], out_lps[i], stopped[i], version, out_mask[i] if grammars[i] else None)
+            for i in range(len(requests))
+        ]
 
 
 def _generator(seed: int | None, device: torch.device) -> torch.Generator:
@@ -307,4 +345,5 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> LocalChatModel:
         max_batch_size=options.max_batch_size,
         batch_window_ms=options.batch_window_ms,
         tool_role=options.tool_role,
+        constrained=options.constrained,
     )

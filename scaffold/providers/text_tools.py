@@ -46,6 +46,10 @@ _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*|\s*```\s*$")
 _NAME = re.compile(r"""["']?name["']?\s*:\s*["']([A-Za-z0-9_.\-]+)""")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
+_TAG_IN_JSON = re.compile(r"<(?=/?tool_call>)", re.IGNORECASE)
+# Deeper arguments are a parse error: ToolCall's scrubbing recurses (RecursionError from
+# ~500 levels) and pydantic will not serialise an event past ~250 (the store writes events).
+MAX_ARGUMENT_DEPTH = 100
 
 
 def render_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
@@ -70,6 +74,9 @@ def render_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
 def render_tool_call(call: ToolCall) -> str:
     """One call as the model writes it: `<tool_call>{"name": ..., "arguments": ...}</tool_call>`."""
     body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    # A tag inside a string would end or split the block: JSON-escape its "<" (every "<"
+    # json.dumps writes is inside a string), so the call parses back as it was.
+    body = _TAG_IN_JSON.sub(lambda _: "\\u003c", body)
     return f"{TOOL_CALL_OPEN}{body}{TOOL_CALL_CLOSE}"
 
 
@@ -154,6 +161,8 @@ def _parse_block(raw: str, call_id: str) -> ToolCall:
         arguments: Any = next((value[k] for k in _ARGUMENT_KEYS if k in value), {})
         if isinstance(arguments, str):  # OpenAI style: arguments as a JSON string
             arguments, error = _loads_lenient(arguments)
+        if isinstance(arguments, dict) and _nesting_exceeds(arguments, MAX_ARGUMENT_DEPTH):
+            arguments, error = None, f"the arguments nest more than {MAX_ARGUMENT_DEPTH} levels deep"
         if isinstance(name, str) and name and isinstance(arguments, dict):
             return ToolCall(id=call_id, name=name, arguments=arguments)
         if not (isinstance(name, str) and name):
@@ -170,6 +179,19 @@ def _parse_block(raw: str, call_id: str) -> ToolCall:
         parse_error=f"could not read the tool call ({error}): {snippet!r}; write "
         '<tool_call>{"name": "TOOL_NAME", "arguments": {...}}</tool_call>',
     )
+
+
+def _nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether `value` nests lists and dicts more than `limit` deep (iterative: it may be deeper than the stack)."""
+    level, depth = [value], 0
+    while level:
+        level = [v for v in level if isinstance(v, (list, dict))]
+        if level:
+            depth += 1
+            if depth > limit:
+                return True
+            level = [child for v in level for child in (v.values() if isinstance(v, dict) else v)]
+    return False
 
 
 def _loads_lenient(text: str) -> tuple[Any, str | None]:

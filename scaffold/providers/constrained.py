@@ -1,0 +1,235 @@
+"""Constrained decoding: a local policy's reply is always one well-formed tool call.
+
+With constrained decoding on, a reply is exactly
+
+    <tool_call>{"name": "<a tool>", "arguments": {<the tool's schema>}}</tool_call><end of turn>
+
+and the grammar is walked token by token. At each step it allows a set of token ids:
+  * structure (`<tool_call>{"name": "`, keys, brackets) allows one id: it is forced;
+  * a choice (tool name, enum value, optional key or `}`, `, ` or `]`, a number from a
+    fixed grid) allows the next ids of the options still consistent with what was
+    written; options are prefix-free, so a choice ends when one option is complete;
+  * a string value allows every token whose text has no `"`, backslash or control
+    character, plus the tokens that end with a `"` (which close the string).
+The decode loop adds -inf to every other id before sampling (or argmax), so the
+distribution sampled from is the model's, renormalised over the allowed set.
+
+For training, a token is the policy's (mask 1) when more than one id was allowed, and
+the grammar's (mask 0) when it was forced. The recorded logprob is always the model's
+own, unmasked log_softmax(logits / T) of the token: the grammar is part of the
+environment, and a trainer recomputing logprobs from the weights gets the same number.
+
+Cost: every forced token still takes one decoding step (a forward pass of one
+token per row), and a step of a constrained row builds a vocabulary-sized bias. A
+call therefore costs its structure's tokens on top of the model's choices; see
+benchmarks/policy.py. Strings are capped so that the structure can always close within
+`max_tokens` (with a budget under ~64 tokens a long call may still be cut off).
+Reasoning before the call is not allowed: the auditor thinks with the `think` tool.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Generator, Sequence
+
+import torch
+
+from scaffold.messages import ToolDefinition
+
+NUMBER_OPTIONS = tuple(f"{x / 10:.1f}" for x in range(11))  # confidences: 0.0 ... 1.0
+INTEGER_OPTIONS = tuple(str(x) for x in range(10))
+MAX_ARRAY_ITEMS = 6
+MAX_STRING_TOKENS = 256
+# Tokens kept for closing the structure when strings run long (brackets, keys, tags).
+CLOSING_RESERVE = 40
+
+
+@dataclass(frozen=True)
+class Force:
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Choice:
+    options: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class FreeString:
+    pass
+
+
+Segment = Force | Choice | FreeString
+Program = Generator[Segment, int | None, None]
+
+
+class VocabularyMasks:
+    """Per-tokenizer masks of the tokens allowed inside and at the end of a JSON string."""
+
+    def __init__(self, tokenizer: Any, special_ids: set[int]) -> None:
+        size = len(tokenizer)
+        body = torch.zeros(size, dtype=torch.bool)
+        close = torch.zeros(size, dtype=torch.bool)
+        for i in range(size):
+            if i in special_ids:
+                continue
+            text = tokenizer.decode([i])
+            if _string_safe(text):
+                body[i] = True
+            elif text.endswith('"') and _string_safe(text[:-1], allow_empty=True):
+                close[i] = True
+        self.body, self.close = body, close
+        self.string_bias = torch.where(body | close, 0.0, float("-inf"))
+
+
+def _string_safe(text: str, *, allow_empty: bool = False) -> bool:
+    if not text:
+        return allow_empty
+    return not any(ch in '"\\' or ord(ch) < 32 or ord(ch) == 127 for ch in text)
+
+
+class ToolCallGrammar:
+    """The grammar of one tool call over a list of tools, for one tokenizer."""
+
+    def __init__(self, tokenizer: Any, tools: Sequence[ToolDefinition], *, stop_id: int, masks: VocabularyMasks) -> None:
+        if not tools:
+            raise ValueError("constrained decoding needs at least one tool")
+        self.tokenizer, self.tools, self.stop_id, self.masks = tokenizer, list(tools), stop_id, masks
+        self._encoded: dict[str, tuple[int, ...]] = {}
+
+    def encode(self, text: str) -> tuple[int, ...]:
+        if text not in self._encoded:
+            self._encoded[text] = tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return self._encoded[text]
+
+    def start(self, max_tokens: int) -> GrammarState:
+        """A fresh walk of the grammar for one reply of at most `max_tokens` tokens."""
+        state = GrammarState(self, max_tokens)
+        state.program = self._call(state)
+        state.advance_segment(None)
+        return state
+
+    def _call(self, state: GrammarState) -> Program:
+        yield Force(self.encode('<tool_call>{"name": "'))
+        index = yield Choice(tuple(self.encode(t.name + '"') for t in self.tools))
+        tool = self.tools[index or 0]
+        yield Force(self.encode(', "arguments": '))
+        yield from self._value(tool.json_schema(), state)
+        yield Force(self.encode("}</tool_call>") + (self.stop_id,))
+
+    def _value(self, schema: dict[str, Any], state: GrammarState) -> Program:
+        kind = schema.get("type")
+        if schema.get("enum"):
+            yield Choice(tuple(self.encode(json.dumps(v)) for v in schema["enum"]))
+        elif kind == "string":
+            yield Force(self.encode('"'))
+            yield FreeString()
+        elif kind in ("number", "integer"):
+            yield Choice(tuple(self.encode(o) for o in (NUMBER_OPTIONS if kind == "number" else INTEGER_OPTIONS)))
+        elif kind == "boolean":
+            yield Choice((self.encode("true"), self.encode("false")))
+        elif kind == "array":
+            yield from self._array(schema.get("items") or {"type": "string"}, state)
+        elif kind == "object":
+            yield from self._object(schema, state)
+        else:  # a schema we do not constrain: an empty object keeps the JSON valid
+            yield Force(self.encode("{}"))
+
+    def _array(self, items: dict[str, Any], state: GrammarState) -> Program:
+        yield Force(self.encode("["))
+        for count in range(1, MAX_ARRAY_ITEMS + 1):
+            yield from self._value(items, state)
+            if count == MAX_ARRAY_ITEMS or state.low_on_budget():
+                break
+            more = yield Choice((self.encode(", "), self.encode("]")))
+            if more == 1:
+                return
+        yield Force(self.encode("]"))
+
+    def _object(self, schema: dict[str, Any], state: GrammarState) -> Program:
+        properties: dict[str, Any] = schema.get("properties") or {}
+        required = [name for name in schema.get("required", []) if name in properties]
+        optional = [name for name in properties if name not in required]
+        yield Force(self.encode("{"))
+        first = True
+        for name in required:
+            yield Force(self.encode(("" if first else ", ") + json.dumps(name) + ": "))
+            yield from self._value(properties[name], state)
+            first = False
+        while optional and not state.low_on_budget():
+            keys = [("" if first else ", ") + json.dumps(name) + ": " for name in optional]
+            picked = yield Choice(tuple(self.encode(k) for k in keys) + (self.encode("}"),))
+            if picked is None or picked == len(optional):
+                return
+            yield from self._value(properties[optional.pop(picked)], state)
+            first = False
+        yield Force(self.encode("}"))
+
+
+@dataclass
+class GrammarState:
+    """Where one reply is in the grammar; the decode loop asks it for the allowed ids."""
+
+    grammar: ToolCallGrammar
+    max_tokens: int
+    program: Program | None = None
+    segment: Segment | None = None
+    written: list[int] = field(default_factory=list)  # ids of the current segment
+    used: int = 0
+    string_tokens: int = 0
+    done: bool = False
+
+    def low_on_budget(self) -> bool:
+        return self.used >= self.max_tokens - CLOSING_RESERVE
+
+    def advance_segment(self, result: int | None) -> None:
+        assert self.program is not None
+        try:
+            self.segment = self.program.send(result) if self.segment is not None else next(self.program)
+        except StopIteration:
+            self.segment, self.done = None, True
+        self.written, self.string_tokens = [], 0
+
+    def allowed(self) -> list[int] | None:
+        """The allowed ids, or None for "a string token" (see `string_bias`)."""
+        seg = self.segment
+        if isinstance(seg, Force):
+            return [seg.ids[len(self.written)]]
+        if isinstance(seg, Choice):
+            k = len(self.written)
+            return sorted({o[k] for o in seg.options if len(o) > k and list(o[:k]) == self.written})
+        if isinstance(seg, FreeString):
+            if self.string_tokens >= MAX_STRING_TOKENS or self.low_on_budget():
+                return list(self.grammar.encode('"'))[:1]
+            return None
+        return [self.grammar.stop_id]
+
+    def bias_into(self, row: torch.Tensor) -> bool:
+        """Write this step's mask into `row` (0 allowed, -inf not); True if the step is forced."""
+        ids = self.allowed()
+        if ids is None:
+            row.copy_(self.grammar.masks.string_bias.to(row.device))
+            return False
+        row.fill_(float("-inf"))
+        row[ids] = 0.0
+        return len(ids) == 1
+
+    def advance(self, token: int) -> None:
+        """Take the sampled (or forced) `token` and move through the grammar."""
+        self.used += 1
+        seg = self.segment
+        if isinstance(seg, FreeString):
+            self.string_tokens += 1
+            if self.grammar.masks.close[token] or token == self.grammar.encode('"')[0]:
+                self.advance_segment(None)
+            return
+        self.written.append(token)
+        if isinstance(seg, Force) and len(self.written) == len(seg.ids):
+            self.advance_segment(None)
+        elif isinstance(seg, Choice):
+            finished = [i for i, o in enumerate(seg.options) if list(o) == self.written]
+            if finished:
+                self.advance_segment(finished[0])
+        elif seg is None:
+            self.done = True
