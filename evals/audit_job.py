@@ -205,9 +205,6 @@ async def run_judged_audit(
                 checkpointer=saver,
                 redact=secrets.redact,
             )
-    except ResumeError:
-        store.set_status(run_id, row["status"], row["error"])  # a refused resume changes nothing
-        raise
     finally:
         await _close(auditor, target)
     try:

@@ -7,16 +7,20 @@ A spec comes from YAML or from a short string:
     hf:smollm2-135m            (the packaged default)  or  hf:/path/to/model
     openai_compatible:http://127.0.0.1:8000/v1#served-model-name
 
-An hf spec may add modifiers, each after a '+', in any order:
+The token-level policies (`hf`, and `vllm:URL#MODEL`: a vLLM server driven with token
+ids) take modifiers, each after a '+', in any order:
 
-    hf:PATH+lora:ADAPTER_DIR     a LoRA adapter (peft save_pretrained dir) -> extra["lora"]
-    hf:PATH+constrained          constrained decoding                      -> extra["constrained"] = True
-    hf:smollm2-135m+lora:/runs/step-40+constrained
+    +lora:ADAPTER_DIR    a LoRA adapter (peft save_pretrained dir)   -> extra["lora"]       (hf)
+    +constrained         constrained tool-call decoding              -> extra["constrained"] (hf)
+    +max_tokens:N        most tokens per reply                       -> max_tokens
+    +temperature:T       sampling temperature (0: greedy)            -> temperature
+    e.g. hf:smollm2-135m+lora:/runs/step-40+constrained+max_tokens:256
 
-Parsing is deliberately simple: the text after 'hf:' is split on '+'; the first part is the
-model, each other part a modifier. So neither PATH nor ADAPTER_DIR may contain '+'; an
-ADAPTER_DIR may contain ':' (everything after 'lora:' is the directory). Other providers
-take no modifiers: `anthropic:x+constrained` is an error, not a model named so.
+Parsing is deliberately simple: the text after 'hf:' (or after the '#' of a vllm spec) is
+split on '+'; the first part is the model, each other part a modifier. So neither a path
+nor ADAPTER_DIR may contain '+'; an ADAPTER_DIR may contain ':' (everything after
+'lora:' is the directory). API providers take no modifiers: `anthropic:x+constrained` is
+an error, not a model named so.
 
 Every error names the field at fault, so the CLI can print one clear line.
 """
@@ -29,8 +33,14 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-KNOWN_PROVIDERS = ("anthropic", "openai", "openai_compatible", "hf")
-HF_MODIFIERS = ("lora:DIR", "constrained")  # the '+' modifiers of an hf short string
+KNOWN_PROVIDERS = ("anthropic", "openai", "openai_compatible", "hf", "vllm")
+MODIFIERS = {  # the '+' modifiers of a token-policy short string, and who takes them
+    "lora:DIR": ("hf",),
+    "constrained": ("hf",),
+    "max_tokens:N": ("hf", "vllm"),
+    "temperature:T": ("hf", "vllm"),
+}
+HF_MODIFIERS = tuple(MODIFIERS)
 
 
 class SpecError(ValueError):
@@ -42,7 +52,7 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    provider: str = Field(description="One of: anthropic, openai, openai_compatible, hf.")
+    provider: str = Field(description="One of: anthropic, openai, openai_compatible, hf, vllm.")
     model: str = Field(description="Model name for API providers; name or local path for hf.")
     base_url: str | None = Field(None, description="API base URL (required for openai_compatible).")
     api_key_env: str | None = Field(
@@ -88,9 +98,16 @@ def parse_model_string(text: str) -> ModelSpec:
     if provider not in KNOWN_PROVIDERS:
         raise SpecError(f"model spec {text!r}: unknown provider {provider!r}; known: {', '.join(KNOWN_PROVIDERS)}")
     if provider == "hf":
-        return _parse_hf(text, rest)
-    if any(_modifier_name(part) in HF_MODIFIERS for part in rest.split("+")[1:]):
-        raise SpecError(f"model spec {text!r}: modifiers ({', '.join('+' + m for m in HF_MODIFIERS)}) are for hf only")
+        model, *parts = rest.split("+")
+        return _with_modifiers(text, ModelSpec(provider="hf", model=model), parts)
+    if provider == "vllm":
+        url, hash_, tail = rest.partition("#")
+        model, *parts = tail.split("+")
+        if not hash_ or not model or not url.startswith(("http://", "https://")):
+            raise SpecError(f"model spec {text!r}: expected 'vllm:http://HOST:PORT/v1#SERVED_MODEL'")
+        return _with_modifiers(text, ModelSpec(provider="vllm", model=model, base_url=url), parts)
+    if any(_modifier_name(part) in MODIFIERS for part in rest.split("+")[1:]):
+        raise SpecError(f"model spec {text!r}: modifiers ({', '.join('+' + m for m in MODIFIERS)}) are for hf and vllm only")
     if provider == "openai_compatible":
         url, hash_, model = rest.partition("#")
         if not hash_ or not model or not url.startswith(("http://", "https://")):
@@ -100,30 +117,44 @@ def parse_model_string(text: str) -> ModelSpec:
 
 
 def _modifier_name(part: str) -> str:
-    """`lora:/x` -> `lora:DIR`, `constrained` -> `constrained`: the key into HF_MODIFIERS."""
-    return "lora:DIR" if part.startswith("lora:") else part
+    """`lora:/x` -> `lora:DIR`, `max_tokens:64` -> `max_tokens:N`: the key into MODIFIERS."""
+    key, colon, _ = part.partition(":")
+    if not colon:
+        return part
+    return next((name for name in MODIFIERS if name.startswith(key + ":")), part)
 
 
-def _parse_hf(text: str, rest: str) -> ModelSpec:
-    """`hf:MODEL[+lora:DIR][+constrained]` (see the module docstring)."""
-    model, *parts = rest.split("+")
-    if not model:
-        raise SpecError(f"model spec {text!r}: expected 'hf:MODEL' before any '+' modifier")
+def _with_modifiers(text: str, spec: ModelSpec, parts: list[str]) -> ModelSpec:
+    """`spec` with the '+' modifiers applied (see the module docstring)."""
+    if not spec.model:
+        raise SpecError(f"model spec {text!r}: expected a model before any '+' modifier")
     extra: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    seen: set[str] = set()
     for part in parts:
-        if _modifier_name(part) not in HF_MODIFIERS:
-            known = ", ".join("+" + m for m in HF_MODIFIERS)
-            raise SpecError(f"model spec {text!r}: unknown modifier '+{part}'; known: {known}")
-        key = part.partition(":")[0]  # "lora" or "constrained"
-        if key in extra:
+        name = _modifier_name(part)
+        key, _, value = part.partition(":")
+        if name not in MODIFIERS or spec.provider not in MODIFIERS[name]:
+            known = ", ".join("+" + m for m, who in MODIFIERS.items() if spec.provider in who)
+            raise SpecError(f"model spec {text!r}: unknown modifier '+{part}' for {spec.provider}; known: {known}")
+        if key in seen:
             raise SpecError(f"model spec {text!r}: '+{key}' given twice")
+        seen.add(key)
         if key == "lora":
-            extra["lora"] = part[len("lora:") :]
-            if not extra["lora"]:
+            if not value:
                 raise SpecError(f"model spec {text!r}: '+lora:' needs an adapter directory")
+            extra["lora"] = value
+        elif key == "constrained":
+            extra["constrained"] = True
         else:
-            extra[key] = True
-    return ModelSpec(provider="hf", model=model, extra=extra)
+            try:
+                fields[key] = int(value) if key == "max_tokens" else float(value)
+            except ValueError:
+                raise SpecError(f"model spec {text!r}: '+{part}': {value!r} is not a number") from None
+    try:
+        return ModelSpec.model_validate({**spec.model_dump(), **fields, "extra": extra})
+    except ValidationError as exc:
+        raise SpecError(describe_validation_error(exc, f"model spec {text!r}")) from None
 
 
 def model_spec_from(value: Any, where: str = "model") -> ModelSpec:

@@ -34,18 +34,29 @@ def test_hf_modifiers_parse(text: str, model: str, extra: dict[str, Any]) -> Non
     assert parse_model_string(text) == ModelSpec(provider="hf", model=model, extra=extra)
 
 
+def test_sampling_modifiers_set_spec_fields_for_hf_and_vllm() -> None:
+    hf = parse_model_string("hf:smollm2-135m+max_tokens:96+temperature:0.7+constrained")
+    assert (hf.max_tokens, hf.temperature, hf.extra) == (96, 0.7, {"constrained": True})
+    served = parse_model_string("vllm:http://127.0.0.1:8011/v1#smollm2-135m+temperature:1")
+    assert served == ModelSpec(provider="vllm", model="smollm2-135m", base_url="http://127.0.0.1:8011/v1", temperature=1.0)
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("hf:/m+turbo", "unknown modifier '+turbo'; known: +lora:DIR, +constrained"),
+        ("hf:/m+turbo", "unknown modifier '+turbo' for hf; known: +lora:DIR, +constrained, +max_tokens:N"),
+        ("hf:/m+max_tokens:many", "'many' is not a number"),
+        ("hf:/m+temperature:9", "field 'temperature'"),
+        ("vllm:http://h:1/v1#m+lora:/x", "unknown modifier '+lora:/x' for vllm"),
+        ("vllm:h#m", "expected 'vllm:http://HOST:PORT/v1#SERVED_MODEL'"),
         ("hf:/m+lora", "unknown modifier '+lora'"),
         ("hf:/m+", "unknown modifier '+'"),
         ("hf:/m+lora:", "needs an adapter directory"),
         ("hf:/m+lora:a+lora:b", "'+lora' given twice"),
         ("hf:/m+constrained+constrained", "'+constrained' given twice"),
-        ("hf:+constrained", "expected 'hf:MODEL'"),
-        ("anthropic:claude-sonnet-4-5+constrained", "are for hf only"),
-        ("openai_compatible:http://127.0.0.1:8000/v1#m+lora:/x", "are for hf only"),
+        ("hf:+constrained", "expected a model before any '+' modifier"),
+        ("anthropic:claude-sonnet-4-5+constrained", "are for hf and vllm only"),
+        ("openai_compatible:http://127.0.0.1:8000/v1#m+lora:/x", "are for hf and vllm only"),
     ],
 )
 def test_hf_modifier_errors(text: str, needle: str) -> None:
@@ -237,3 +248,32 @@ def test_legacy_bin_adapter_loads_by_reloading(env: dict[str, Any]) -> None:
     model = attach_adapter(fresh(env), env["dirs"]["a1"])
     assert swap_adapter(model, env["dirs"]["a2bin"]) == "reloaded-adapter"  # no header to check shapes
     env["torch"].testing.assert_close(logits(env, model), reference(env, "a2"), atol=1e-5, rtol=0)
+
+
+# ---------------------------------------------------------------- the hf provider
+
+
+async def test_hf_spec_with_lora_loads_the_adapter_and_swaps_it_in_place(env: dict[str, Any], tmp_path: Path) -> None:
+    """`hf:BASE+lora:DIR` serves base + adapter; `swap_adapter` changes outputs, not the base."""
+    from scaffold.messages import Message
+    from scaffold.providers import build_model
+    from scaffold.providers.lora import adapter_fingerprint
+    from scaffold.secrets import SecretRegistry
+
+    hf = pytest.importorskip("hf_fixtures")
+    base_dir = tmp_path / "base"
+    env["base"].save_pretrained(base_dir)
+    hf.packaged_tokenizer().save_pretrained(base_dir)
+    policy = build_model(parse_model_string(f"hf:{base_dir}+lora:{env['dirs']['a1']}+max_tokens:6"), SecretRegistry())
+    assert policy.policy_version == adapter_fingerprint(env["dirs"]["a1"])
+    assert env["torch"].allclose(logits(env, policy.model), reference(env, "a1"), atol=1e-5)
+    before = base_params(policy.model)
+    reply = await policy.generate([Message(role="user", content="hi")])
+    assert reply.tokens.policy_version == adapter_fingerprint(env["dirs"]["a1"])
+
+    version = await policy.swap_adapter(str(env["dirs"]["a2"]))
+    assert version == adapter_fingerprint(env["dirs"]["a2"]) != reply.tokens.policy_version
+    assert env["torch"].allclose(logits(env, policy.model), reference(env, "a2"), atol=1e-5)
+    assert base_params(policy.model) == before  # no reload of the base
+    after = await policy.generate([Message(role="user", content="hi")])
+    assert after.tokens.policy_version == version

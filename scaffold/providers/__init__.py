@@ -18,6 +18,7 @@ PROVIDER_MODULES: dict[str, str] = {
     "openai": "scaffold.providers.openai_api",
     "openai_compatible": "scaffold.providers.openai_api",
     "hf": "scaffold.providers.hf_local",
+    "vllm": "scaffold.providers.vllm_server",
 }
 
 
@@ -29,7 +30,7 @@ def build_model(spec: ModelSpec, secrets: SecretRegistry) -> ChatModel:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        extra = "local" if spec.provider == "hf" else spec.provider
+        extra = "local" if spec.provider in ("hf", "vllm") else spec.provider
         raise SpecError(
             f"provider {spec.provider!r} needs packages that are not installed ({exc.name}); "
             f"install them with: pip install 'auditrl[{extra}]'"

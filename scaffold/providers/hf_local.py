@@ -12,6 +12,9 @@ Options in `ModelSpec.extra` (unknown keys are a SpecError):
                    without a tool role, such as ChatML) or "tool"
   constrained      true: every reply with tools is one well-formed tool call
                    (constrained.py; the `+constrained` spec modifier sets it)
+  lora             a PEFT LoRA adapter directory loaded onto the base (`+lora:DIR`);
+                   `swap_adapter` / `load_adapter_weights` replace it without
+                   reloading the base, and its fingerprint is the policy version
 `max_concurrency` and `timeout_s` do not apply: concurrency is the batcher's job.
 
 Generation is a plain KV-cached decode loop rather than `model.generate`, so that it
@@ -35,6 +38,7 @@ seeded request draws the same numbers whatever shares its batch.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -45,13 +49,12 @@ from typing import Any, Literal, Sequence
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from scaffold.messages import GenerateConfig, Message, ModelResponse, TokenRecord, ToolCall, ToolDefinition, Usage
+from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ModelError
-from scaffold.providers import text_tools
 from scaffold.providers.batcher import GenerationBatcher, left_pad
 from scaffold.providers.constrained import GrammarState, ToolCallGrammar, VocabularyMasks
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model
-from scaffold.providers.token_prompts import PromptBuilder, tools_key
+from scaffold.providers.token_prompts import PromptBuilder, end_of_turn_ids, token_response, tools_key
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError, describe_validation_error
 
@@ -148,6 +151,32 @@ class LocalChatModel:
         """Wrap an already-loaded model and tokenizer (tests, the trainer's policy)."""
         return cls(model, tokenizer, name=name, **options)
 
+    async def swap_adapter(self, adapter_dir: str) -> str:
+        """Replace the LoRA adapter's weights with those saved in `adapter_dir`.
+
+        Runs on the engine thread, so it lands between two batched generations, never
+        inside one; the base weights are not touched. Returns the new policy version
+        (the adapter's fingerprint).
+        """
+        from scaffold.providers import lora
+
+        def swap() -> str:
+            lora.swap_adapter(self.model, adapter_dir)
+            self.policy_version = lora.adapter_fingerprint(adapter_dir)
+            return self.policy_version
+
+        return await asyncio.get_running_loop().run_in_executor(_ENGINE_THREAD, swap)
+
+    async def load_adapter_weights(self, state_dict: dict[str, torch.Tensor], policy_version: str) -> None:
+        """Copy a trainer's in-memory LoRA tensors into the adapter, between generations."""
+        from scaffold.providers import lora
+
+        def load() -> None:
+            lora.swap_adapter_weights(self.model, state_dict)
+            self.policy_version = policy_version
+
+        await asyncio.get_running_loop().run_in_executor(_ENGINE_THREAD, load)
+
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
@@ -196,32 +225,19 @@ class LocalChatModel:
             raise
         except Exception as exc:
             raise ModelError(f"{self.name}: generation failed: {type(exc).__name__}: {exc}") from exc
-        text_ids = done.ids[:-1] if done.stopped else done.ids
-        text = self.tokenizer.decode(text_ids, skip_special_tokens=True)
-        role = "user" if config.sample_as == "user" else "assistant"
-        calls: list[ToolCall] = []
-        if tools and role == "assistant":
-            text, calls = text_tools.parse_tool_calls(text, offset=text_tools.count_tool_calls(messages))
-        message = Message(role=role, content=text, tool_calls=calls)
-        if role == "assistant":
-            self.prompts.remember(
-                config.rollout_id, messages, tools, message, prompt_ids + done.ids, stopped=done.stopped
-            )
-        stop = "tool_use" if calls else ("end_turn" if done.stopped else "max_tokens")
-        return ModelResponse(
-            message=message,
-            usage=Usage(input_tokens=len(prompt_ids), output_tokens=len(done.ids)),
+        return token_response(
+            self.prompts,
+            name=self.name,
+            messages=messages,
+            tools=tools,
+            config=config,
+            prompt_ids=prompt_ids,
+            completion_ids=done.ids,
+            logprobs=done.logprobs if self.record_logprobs else None,
+            mask=done.mask,
+            stopped=done.stopped,
+            policy_version=done.policy_version,
             latency_s=time.perf_counter() - started,
-            model=self.name,
-            stop_reason=stop,
-            tokens=TokenRecord(
-                prompt_ids=prompt_ids,
-                completion_ids=done.ids,
-                completion_logprobs=done.logprobs if self.record_logprobs else None,
-                completion_mask=done.mask,
-                policy_version=done.policy_version,
-                rollout_id=config.rollout_id,
-            ),
         )
 
     def _run_batch(self, requests: list[_Request]) -> list[_Completion]:
@@ -306,18 +322,12 @@ def _generator(seed: int | None, device: torch.device) -> torch.Generator:
 
 
 def _stop_ids(model: Any, tokenizer: Any) -> set[int]:
-    """End-of-turn ids: `<|im_end|>` when the vocabulary has it, and every eos id."""
-    ids: set[int] = set()
-    for token in ("<|im_end|>", "<|eot_id|>", "<|end|>"):
-        tid = tokenizer.convert_tokens_to_ids(token)
-        if isinstance(tid, int) and tid != tokenizer.unk_token_id:
-            ids.add(tid)
+    """The tokenizer's end-of-turn ids plus the model's generation_config eos."""
     gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    for eos in (tokenizer.eos_token_id, gen_eos):
-        ids.update(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-    if not ids:
-        raise SpecError("hf model: its tokenizer defines no end-of-turn or eos token")
-    return ids
+    try:
+        return end_of_turn_ids(tokenizer, [gen_eos])
+    except ModelError:
+        raise SpecError("hf model: its tokenizer defines no end-of-turn or eos token") from None
 
 
 @lru_cache(maxsize=4)
@@ -335,7 +345,17 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> LocalChatModel:
     if options.device.startswith("cuda") and not torch.cuda.is_available():
         raise SpecError(f"{spec.label()}: extra.device is {options.device!r} but no CUDA device is available")
     path = resolve_local_model(spec.model)
-    model, tokenizer = _load(str(path), options.dtype, options.device)
+    version = None
+    if options.lora:
+        from scaffold.providers import lora
+
+        # A private copy of the base: peft injects its layers into the model it wraps, and
+        # the cached base is shared by every spec that names it.
+        model, tokenizer = load_model_and_tokenizer(path, dtype=_DTYPES[options.dtype], device=options.device)
+        model = lora.attach_adapter(model, options.lora)
+        version = lora.adapter_fingerprint(options.lora)
+    else:
+        model, tokenizer = _load(str(path), options.dtype, options.device)
     return LocalChatModel(
         model,
         tokenizer,
@@ -346,4 +366,5 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> LocalChatModel:
         batch_window_ms=options.batch_window_ms,
         tool_role=options.tool_role,
         constrained=options.constrained,
+        policy_version=version,
     )

@@ -25,13 +25,27 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Iterable, Sequence
 
-from scaffold.messages import GenerateConfig, Message, ToolDefinition
+from scaffold.messages import GenerateConfig, Message, ModelResponse, TokenRecord, ToolCall, ToolDefinition, Usage
 from scaffold.model import ModelError
 from scaffold.providers import text_tools
 
 _SENTINEL = "\x00auditrl-sentinel\x00"
+
+
+def end_of_turn_ids(tokenizer: Any, more_eos: Iterable[int | list[int] | None] = ()) -> set[int]:
+    """End-of-turn ids: `<|im_end|>` (or its kin) when the vocabulary has it, and every eos id."""
+    ids: set[int] = set()
+    for token in ("<|im_end|>", "<|eot_id|>", "<|end|>"):
+        tid = tokenizer.convert_tokens_to_ids(token)
+        if isinstance(tid, int) and tid != tokenizer.unk_token_id:
+            ids.add(tid)
+    for eos in (tokenizer.eos_token_id, *more_eos):
+        ids.update(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    if not ids:
+        raise ModelError("the tokenizer defines no end-of-turn or eos token")
+    return ids
 
 
 def message_key(message: Message) -> Hashable:
@@ -186,3 +200,48 @@ class PromptBuilder:
     def forget(self, rollout_id: str) -> None:
         """Drop a finished rollout's session."""
         self._sessions.pop(rollout_id, None)
+
+
+def token_response(
+    builder: PromptBuilder,
+    *,
+    name: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolDefinition],
+    config: GenerateConfig,
+    prompt_ids: list[int],
+    completion_ids: list[int],
+    logprobs: list[float] | None,
+    mask: list[int] | None,
+    stopped: bool,
+    policy_version: str | None,
+    latency_s: float,
+) -> ModelResponse:
+    """The ModelResponse of a sampled turn: decoded text, parsed tool calls, exact TokenRecord.
+
+    Also records the turn as its rollout's latest, so the next prompt extends it.
+    """
+    text_ids = completion_ids[:-1] if stopped else completion_ids
+    text = builder.tokenizer.decode(text_ids, skip_special_tokens=True)
+    role = "user" if config.sample_as == "user" else "assistant"
+    calls: list[ToolCall] = []
+    if tools and role == "assistant":
+        text, calls = text_tools.parse_tool_calls(text, offset=text_tools.count_tool_calls(messages))
+    message = Message(role=role, content=text, tool_calls=calls)
+    if role == "assistant":
+        builder.remember(config.rollout_id, messages, tools, message, prompt_ids + completion_ids, stopped=stopped)
+    return ModelResponse(
+        message=message,
+        usage=Usage(input_tokens=len(prompt_ids), output_tokens=len(completion_ids)),
+        latency_s=latency_s,
+        model=name,
+        stop_reason="tool_use" if calls else ("end_turn" if stopped else "max_tokens"),
+        tokens=TokenRecord(
+            prompt_ids=prompt_ids,
+            completion_ids=completion_ids,
+            completion_logprobs=logprobs,
+            completion_mask=mask,
+            policy_version=policy_version,
+            rollout_id=config.rollout_id,
+        ),
+    )
