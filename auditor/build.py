@@ -5,13 +5,14 @@ from __future__ import annotations
 from scaffold.model import ChatModel
 from scaffold.providers import build_model
 from scaffold.secrets import SecretRegistry
-from scaffold.specs import model_spec_from
+from scaffold.specs import model_spec_from_arg
 
 from auditor.heuristic import HeuristicAuditor
 
 
 def build_auditor(spec: str, secrets: SecretRegistry) -> ChatModel:
-    """The auditor ChatModel for `spec` (`heuristic`, `anthropic:MODEL`, `hf:smollm2-135m`, ...)."""
+    """The auditor ChatModel for `spec`: `heuristic`, a model short string (`anthropic:MODEL`,
+    `hf:smollm2-135m+constrained`, `vllm:URL#MODEL`, ...) or a model-spec YAML file."""
     if spec == "heuristic":
         return HeuristicAuditor()
-    return build_model(model_spec_from(spec, "--auditor"), secrets)
+    return build_model(model_spec_from_arg(spec, "--auditor"), secrets)

@@ -190,3 +190,13 @@ def load_yaml_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecError(f"{p}: expected a YAML mapping at the top level")
     return data
+
+
+def model_spec_from_arg(value: str, where: str = "model") -> ModelSpec:
+    """A ModelSpec from a command-line value: a short string, or a YAML file holding one spec.
+
+    The file form reaches every field (base_url, api_key_env, max_concurrency, extra, ...).
+    """
+    if value.endswith((".yaml", ".yml")):
+        return model_spec_from(load_yaml_file(value), f"{where} {value}")
+    return model_spec_from(value, where)

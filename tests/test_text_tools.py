@@ -180,3 +180,14 @@ def test_fuzz_mangled_valid_calls_never_raise(data: st.DataObject) -> None:
     content, calls = parse_tool_calls(text)
     for call in calls:
         assert call.parse_error is None or call.parse_error.startswith("could not read")
+
+
+def test_tools_the_system_prompt_already_documents_are_listed_by_schema_only() -> None:
+    documented = ToolDefinition(name="send_message", description="Send a message.\n\nWhen to use: always.",
+                                parameters=[ToolParameter(name="message")])
+    other = ToolDefinition(name="think", description="Think privately.")
+    system = Message(role="system", content=f"You audit.\n\n## send_message\n{documented.description}")
+    content = render_messages([system, Message(role="user", content="go")], [documented, other])[0]["content"]
+    assert content.count("When to use: always.") == 1  # the manual's copy, not a second one
+    assert '"required": ["message"]' in content  # its schema is still listed
+    assert "Think privately." in content  # an undocumented tool keeps its description

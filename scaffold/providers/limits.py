@@ -234,6 +234,17 @@ def failure_from_sdk_error(exc: BaseException, sdk: ModuleType) -> CallFailure |
     return None
 
 
+async def sdk_call(call: Callable[[], Awaitable[T]], sdk: ModuleType) -> T:
+    """Await one SDK call, turning the SDK's errors into CallFailures (others propagate)."""
+    try:
+        return await call()
+    except Exception as exc:
+        failure = failure_from_sdk_error(exc, sdk)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
 def _server_message(body: object) -> str:
     """The human reason in an error body: `error.message` in both APIs' error shapes."""
     if isinstance(body, dict):

@@ -22,7 +22,7 @@ import openai
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
 from scaffold.model import ModelError
-from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, failure_from_sdk_error
+from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, sdk_call
 from scaffold.providers.roleswap import role_swapped
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError
@@ -83,13 +83,7 @@ class OpenAIModel:
         started = time.monotonic()
 
         async def attempt() -> ModelResponse:
-            try:
-                raw = await self.client.chat.completions.create(**request)
-            except Exception as exc:
-                failure = failure_from_sdk_error(exc, openai)
-                if failure is None:
-                    raise
-                raise failure from exc
+            raw = await sdk_call(lambda: self.client.chat.completions.create(**request), openai)
             return parse_response(raw, self.spec.model)
 
         response = await self.runtime.call(attempt)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from scaffold.messages import Message, ToolCall, ToolDefinition
 
@@ -52,8 +52,14 @@ _TAG_IN_JSON = re.compile(r"<(?=/?tool_call>)", re.IGNORECASE)
 MAX_ARGUMENT_DEPTH = 100
 
 
-def render_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
-    """The system-prompt section that lists `tools` and teaches the call syntax."""
+def render_tools_prompt(tools: Sequence[ToolDefinition], documented: Iterable[str] = ()) -> str:
+    """The system-prompt section that lists `tools` and teaches the call syntax.
+
+    Tools named in `documented` are already described by the system prompt (the
+    auditor's prompt has a manual of its tools): only their schema is listed, so a
+    small model's context is not spent twice on the same text.
+    """
+    documented = set(documented)
     if not tools:
         return ""
     lines = [
@@ -67,7 +73,8 @@ def render_tools_prompt(tools: Sequence[ToolDefinition]) -> str:
     ]
     for tool in tools:
         schema = json.dumps(tool.json_schema())
-        lines += ["", f"## {tool.name}", tool.description.strip(), f"Arguments (JSON schema): {schema}"]
+        described = [] if tool.name in documented else [tool.description.strip()]
+        lines += ["", f"## {tool.name}", *described, f"Arguments (JSON schema): {schema}"]
     return "\n".join(lines)
 
 
@@ -101,11 +108,14 @@ def render_messages(
     """`messages` as plain `{"role", "content"}` dicts for a chat template.
 
     The tools section goes at the end of the first system message (a system message
-    is added when there is none). `Message.metadata` is never rendered.
+    is added when there is none); a tool the system message already describes is listed
+    by its schema only. `Message.metadata` is never rendered.
     """
     names = {call.id: call.name for m in messages for call in m.tool_calls}
     out: list[dict[str, str]] = []
-    tools_text = render_tools_prompt(tools)
+    system = next((m.content for m in messages if m.role == "system"), "")
+    documented = [t.name for t in tools if t.description.strip() and t.description.strip() in system]
+    tools_text = render_tools_prompt(tools, documented)
     if tools_text and not any(m.role == "system" for m in messages):
         out.append({"role": "system", "content": tools_text})
         tools_text = ""

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ModelError
-from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, failure_from_sdk_error
+from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, sdk_call
 from scaffold.providers.token_prompts import PromptBuilder, end_of_turn_ids, token_response
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError, describe_validation_error
@@ -125,13 +125,7 @@ class VllmPolicy:
             request["seed"] = config.seed
 
         async def attempt() -> tuple[list[int], list[float]]:
-            try:
-                raw = await self.client.completions.create(**request)
-            except Exception as exc:
-                failure = failure_from_sdk_error(exc, openai)
-                if failure is None:
-                    raise
-                raise failure from exc
+            raw = await sdk_call(lambda: self.client.completions.create(**request), openai)
             return _sampled(raw)
 
         ids, logprobs = await self.runtime.call(attempt)
