@@ -35,6 +35,9 @@ from audit.targets_cmd import targets_app  # noqa: E402
 
 app.add_typer(targets_app, name="targets")
 app.add_typer(seeds_app, name="seeds")
+from audit.eval_cmd import eval_app  # noqa: E402
+
+app.add_typer(eval_app, name="eval")
 # The composition root: one registry of the keys this process reads, and terminals
 # that redact them (a server can echo a key into a reply or an error).
 SECRETS = SecretRegistry()
@@ -171,13 +174,21 @@ def show(
     run_id: str = typer.Argument(..., help="The run to show."),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL the run was stored in."),
     view: str = typer.Option("combined", help="combined | auditor | target (the target's current branch)."),
+    html: Optional[Path] = typer.Option(
+        None, "--html", help="Write the transcript page as one self-contained HTML file (inline CSS, no scripts) "
+        "for sharing, instead of printing it; --view target draws every rollback branch."
+    ),
 ) -> None:
-    """Print a stored transcript readably."""
+    """Print a stored transcript readably (or write it as HTML)."""
     from scaffold.transcript import Transcript
 
     if view not in ("combined", "auditor", "target"):
         _fail(f"--view {view!r}: choose combined, auditor or target")
     db = _guarded(lambda: Store(store, redact=SECRETS.redact, must_exist=True))
+    if html is not None:
+        from audit.review_cmd import write_html
+
+        return _guarded(lambda: write_html(db, run_id, view, html))
     row = _guarded(lambda: db.get_run(run_id))
     transcript = _guarded(lambda: Transcript.from_events(run_id, db.read_events(run_id)))
     results = _guarded(lambda: db.judge_results_for(run_id))
@@ -187,6 +198,9 @@ def show(
 from audit.judge_cmd import judge_command  # noqa: E402
 
 app.command("judge")(judge_command)
+from audit.review_cmd import review_command  # noqa: E402
+
+app.command("review")(review_command)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from pathlib import Path
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -24,15 +25,13 @@ def _fail(console: Console, message: str) -> None:
 
 
 async def _rescore(run_id: str, judge_spec: str, store: Store, secrets: SecretRegistry) -> dict[str, Any]:
-    from evals.audit_job import AuditJob, grade
+    from evals.audit_job import AuditJob, check_job, grade
     from rewards.judges import build_judge
     from scaffold.model import close_model
     from scaffold.transcript import Transcript
-    from targets.spec import load_target_spec
-
     row = store.get_run(run_id)
     job = AuditJob.model_validate(row["config"])
-    target = load_target_spec(job.target_path)
+    target = check_job(job)
     judge = build_judge(judge_spec, secrets)
     transcript = Transcript.from_events(run_id, store.read_events(run_id))
     try:
@@ -65,11 +64,29 @@ def _print_rescore(console: Console, run_id: str, record: dict[str, Any]) -> Non
     console.print(table)
 
 
+def _label_cases(console: Console, path: Path) -> list[Any]:
+    from rewards.calibration import cases_from_labels
+
+    try:
+        cases = cases_from_labels(path)
+    except OSError as exc:
+        _fail(console, f"--labels {path}: cannot read it ({exc.strerror})")
+    except ValueError as exc:
+        _fail(console, f"--labels {exc}")
+    if not cases:
+        _fail(console, f"--labels {path}: no usable labels (confirmed or false-positive reviews of seeded-quirk runs)")
+    return cases
+
+
 def judge_command(
     what: str = typer.Argument(..., help="A RUN_ID to re-score, or `calibrate` to measure agreement with labels."),
     judge: str = typer.Option("auto", help="Judge: auto | offline | lexical | llm:MODEL_SPEC."),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL (for re-scoring a run)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    labels: Optional[Path] = typer.Option(
+        None, "--labels", help="With `calibrate`: the review labels exported by `audit review` "
+        "(/export/labels.jsonl) instead of the packaged calibration set; each run's newest label counts."
+    ),
 ) -> None:
     """Re-score a stored audit with another judge, or `calibrate` a judge against the labelled set."""
     from audit.cli import SECRETS, console, err_console
@@ -78,7 +95,8 @@ def judge_command(
         if what == "calibrate":
             from rewards.calibration_report import calibrate_judge
 
-            report = asyncio.run(calibrate_judge(judge, SECRETS))
+            cases = _label_cases(err_console, labels) if labels else None
+            report = asyncio.run(calibrate_judge(judge, SECRETS, cases))
             if as_json:
                 typer.echo(json.dumps(report, indent=2))
             else:

@@ -79,12 +79,19 @@ def conversation(i: int) -> list[Message]:
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> float:
-    times = []
+    return interleaved([fn], repeats)[0]
+
+
+def interleaved(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
+    """Median seconds of each function, run in turn (A, B, A, B, ...) so that drift in
+    the machine's load falls on all of them alike."""
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        for i, fn in enumerate(fns):
+            started = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - started)
+    return [statistics.median(t) for t in times]
 
 
 def main() -> None:
@@ -92,7 +99,7 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="a tiny random Llama instead of SmolLM2")
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     torch.set_grad_enabled(False)
     model, tokenizer = load(args.tiny)
@@ -118,8 +125,9 @@ def main() -> None:
         assert run(recording, 1) == run(plain, 1) == n
         rows = []
         for label, count in (("single", 1), (f"batch {args.batch}", args.batch)):
-            t_record = timed(lambda: run(recording, count), args.repeats)
-            t_plain = timed(lambda: run(plain, count), args.repeats)
+            t_record, t_plain = interleaved(
+                [lambda: run(recording, count), lambda: run(plain, count)], args.repeats  # noqa: B023
+            )
             rows.append((label, count * n / t_record, count * n / t_plain, t_record / t_plain))
         ids = recording.prompts.encode(recording.render_prompt(conversation(0)))
 

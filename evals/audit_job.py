@@ -8,6 +8,7 @@ nothing but the run id.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -26,7 +27,8 @@ from rewards.reward import REWARDS
 from rewards.types import JudgeResult, RewardResult
 from scaffold.events import Event
 from scaffold.checkpoints import checkpoint_path, open_checkpointer
-from scaffold.model import close_model
+from scaffold.messages import GenerateConfig
+from scaffold.model import ChatModel, close_model
 from scaffold.run import AuditResult, ResumeError, resume_audit, run_audit
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
@@ -40,15 +42,18 @@ from targets.spec import TargetSpec, build_target, load_target_spec
 
 
 class AuditJob(BaseModel):
-    """Everything that defines one audit run."""
+    """Everything that defines one audit run: a target (a model.yaml path, or the spec
+    itself, as an eval suite makes them), the auditor, the judge and the budgets."""
 
-    target_path: str = Field(description="The target's model.yaml.")
+    target_path: str = Field("", description="The target's model.yaml (or set `target`).")
+    target: TargetSpec | None = Field(None, description="The target spec itself, instead of a path.")
     auditor: str = Field("heuristic", description="Auditor spec.")
     judge: str = Field("auto", description="Judge spec (rewards/judges.py): auto, offline, lexical, llm:MODEL.")
     seed: str = Field(QUIRK_HUNT_SEED, description="Seed instruction for the auditor.")
     max_turns: int = Field(30, ge=1)
     max_tokens: int | None = Field(None, ge=1)
     reward: str = Field("grounded", description="Reward function: grounded or binary.")
+    sample_seed: int | None = Field(None, description="Seeds the models' sampling (each call gets seed + step).")
 
 
 class ObservedStore:
@@ -88,7 +93,14 @@ class JudgedAudit:
 
 def check_job(job: AuditJob) -> TargetSpec:
     """Validate a job before anything runs; raises SpecError with one clear line."""
-    target = load_target_spec(job.target_path)
+    if job.target is not None:
+        target = job.target
+        if target.organism:
+            get_quirk(target.organism.quirk)
+    elif job.target_path:
+        target = load_target_spec(job.target_path)
+    else:
+        raise SpecError("the job names no target: give target_path or target")
     if job.reward not in REWARDS:
         raise SpecError(f"reward {job.reward!r}: unknown; available: {', '.join(REWARDS)}")
     return target
@@ -163,6 +175,41 @@ async def _finish(
     return judged
 
 
+@dataclass
+class AuditModels:
+    """The built models of a job. An eval builds them once and shares them across its
+    audits (a provider's concurrency limit is per built model); `audit run` builds them
+    per run. Whoever builds them closes them."""
+
+    auditor: ChatModel
+    target: ChatModel
+    judge: Judge
+
+    @classmethod
+    def build(cls, job: AuditJob, target: TargetSpec, secrets: SecretRegistry) -> AuditModels:
+        return cls(build_auditor(job.auditor, secrets), build_target(target, secrets), build_judge(job.judge, secrets))
+
+    async def close(self) -> None:
+        await _close(self.auditor, self.target, getattr(self.judge, "model", None))
+
+
+def _checkpoints(shared: Any, store: Store, out: Path) -> contextlib.AbstractAsyncContextManager[Any]:
+    """The shared checkpointer, or one opened beside the store for this audit."""
+    if shared is not None:
+        return contextlib.nullcontext(shared)
+    return open_checkpointer(checkpoint_path(store, out))
+
+
+def _configs(job: AuditJob) -> dict[str, GenerateConfig | None]:
+    if job.sample_seed is None:
+        return {"auditor_config": None, "target_config": None}
+    # Different streams for the two sides: the target's seeds start far from the auditor's.
+    return {
+        "auditor_config": GenerateConfig(seed=job.sample_seed),
+        "target_config": GenerateConfig(seed=job.sample_seed + 1_000_003),
+    }
+
+
 async def run_judged_audit(
     job: AuditJob,
     store: Store,
@@ -170,13 +217,18 @@ async def run_judged_audit(
     out: Path,
     run_id: str | None = None,
     on_events: Callable[[list[Event]], None] | None = None,
+    models: AuditModels | None = None,
+    checkpointer: Any = None,
 ) -> JudgedAudit:
-    """Run `job` from the start, with checkpoints beside the store."""
+    """Run `job` from the start, with checkpoints beside the store.
+
+    With `models` (and `checkpointer`), the audit uses and leaves open those; otherwise
+    it builds (opens) its own.
+    """
     target_spec = check_job(job)
-    target = build_target(target_spec, secrets)
-    auditor = build_auditor(job.auditor, secrets)
     job = job.model_copy(update={"judge": resolve_judge_spec(job.judge)})
-    judge = build_judge(job.judge, secrets)
+    owned = models is None
+    models = models or AuditModels.build(job, target_spec, secrets)
     budget = AuditBudget(max_turns=job.max_turns, max_tokens=job.max_tokens)
     run_id = run_id or uuid.uuid4().hex[:12]
     out = out.resolve()
@@ -188,29 +240,32 @@ async def run_judged_audit(
         seed=job.seed,
         # The output directory is part of the run: its resume writes there and, for
         # server stores, finds its checkpoints there.
-        config={**job.model_dump(), "out_dir": str(out)},
+        config={**job.model_dump(mode="json"), "out_dir": str(out)},
     )
     start = time.perf_counter()
     prompt = auditor_system_prompt([t.definition for t in AUDITOR_TOOLS.values()], job.max_turns)
     try:
-        async with open_checkpointer(checkpoint_path(store, out)) as saver:
-            result = await run_audit(
-                auditor,
-                target,
-                seed_message(job.seed, job.max_turns),
-                auditor_prompt=prompt,
-                budget=budget,
-                run_id=run_id,
-                sink=ObservedStore(store, on_events),
-                checkpointer=saver,
-                redact=secrets.redact,
-            )
+        try:
+            async with _checkpoints(checkpointer, store, out) as saver:
+                result = await run_audit(
+                    models.auditor,
+                    models.target,
+                    seed_message(job.seed, job.max_turns),
+                    auditor_prompt=prompt,
+                    budget=budget,
+                    run_id=run_id,
+                    sink=ObservedStore(store, on_events),
+                    checkpointer=saver,
+                    redact=secrets.redact,
+                    **_configs(job),
+                )
+        finally:
+            if owned:
+                await _close(models.auditor, models.target)
+        return await _finish(job, target_spec, models.judge, result, store, secrets, out, start)
     finally:
-        await _close(auditor, target)
-    try:
-        return await _finish(job, target_spec, judge, result, store, secrets, out, start)
-    finally:
-        await _close(getattr(judge, "model", None))
+        if owned:
+            await _close(getattr(models.judge, "model", None))
 
 
 async def resume_judged_audit(
@@ -218,6 +273,8 @@ async def resume_judged_audit(
     store: Store,
     secrets: SecretRegistry,
     on_events: Callable[[list[Event]], None] | None = None,
+    models: AuditModels | None = None,
+    checkpointer: Any = None,
 ) -> JudgedAudit:
     """Continue a killed or failed run from its last completed step, in its own output directory."""
     row = store.get_run(run_id)
@@ -226,26 +283,28 @@ async def resume_judged_audit(
     job = AuditJob.model_validate(row["config"])
     out = Path(row["config"]["out_dir"])
     target_spec = check_job(job)
-    target = build_target(target_spec, secrets)
-    auditor = build_auditor(job.auditor, secrets)
-    judge = build_judge(job.judge, secrets)
+    owned = models is None
+    models = models or AuditModels.build(job, target_spec, secrets)
     budget = AuditBudget(max_turns=job.max_turns, max_tokens=job.max_tokens)
     start = time.perf_counter()
     store.set_status(run_id, "running")
     try:
-        async with open_checkpointer(checkpoint_path(store, out)) as saver:
-            result = await resume_audit(
-                auditor,
-                target,
-                run_id=run_id,
-                event_log=ObservedStore(store, on_events),
-                checkpointer=saver,
-                budget=budget,
-                redact=secrets.redact,
-            )
+        try:
+            async with _checkpoints(checkpointer, store, out) as saver:
+                result = await resume_audit(
+                    models.auditor,
+                    models.target,
+                    run_id=run_id,
+                    event_log=ObservedStore(store, on_events),
+                    checkpointer=saver,
+                    budget=budget,
+                    redact=secrets.redact,
+                    **_configs(job),
+                )
+        finally:
+            if owned:
+                await _close(models.auditor, models.target)
+        return await _finish(job, target_spec, models.judge, result, store, secrets, out, start)
     finally:
-        await _close(auditor, target)
-    try:
-        return await _finish(job, target_spec, judge, result, store, secrets, out, start)
-    finally:
-        await _close(getattr(judge, "model", None))
+        if owned:
+            await _close(getattr(models.judge, "model", None))

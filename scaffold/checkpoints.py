@@ -22,7 +22,13 @@ def checkpoint_path(store: Store, fallback_dir: Path) -> Path:
 
 @contextlib.asynccontextmanager
 async def open_checkpointer(path: Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """An AsyncSqliteSaver on `path`, closed on exit."""
+    """An AsyncSqliteSaver on `path`, closed on exit.
+
+    WAL and a busy timeout, because several processes (`audit run`, an eval) may share
+    one checkpoint file; within a process, share one saver across concurrent audits.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        await saver.conn.execute("PRAGMA journal_mode=WAL")
+        await saver.conn.execute("PRAGMA busy_timeout=10000")
         yield saver

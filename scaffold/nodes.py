@@ -102,6 +102,13 @@ async def _generate(side: str, model: Any, *args: Any) -> Any:
         raise
 
 
+def _per_call_seed(config: GenerateConfig, step: int) -> GenerateConfig:
+    """A seeded audit samples each call with its own seed (seed + step): reproducible, and
+    not the same random stream at every turn. `step` comes from the transcript, so a
+    resumed audit draws what the uninterrupted one would have."""
+    return config if config.seed is None else config.model_copy(update={"seed": config.seed + step})
+
+
 def _tool_result(ctx: AuditContext, call_id: str, outcome: ToolOutcome) -> None:
     t = ctx.transcript
     message = Message(
@@ -126,7 +133,8 @@ async def auditor_node(state: AuditState, runtime: Runtime[AuditContext]) -> dic
         t.append(EndEvent(reason=reason))  # type: ignore[arg-type]
         return _finish(ctx, state, done=True, call_count=0, call_index=0)
     tools = [tool.definition for tool in ctx.tools.values()]
-    config = (ctx.auditor_config or GenerateConfig()).model_copy(update={"rollout_id": t.run_id})
+    config = _per_call_seed(ctx.auditor_config or GenerateConfig(), t.auditor_turns)
+    config = config.model_copy(update={"rollout_id": t.run_id})
     response = await _generate("auditor", ctx.auditor, t.auditor_messages, tools, config)
     message = response.message.model_copy(update={"id": t.new_id("a"), "role": "assistant"})
     t.append(
@@ -199,7 +207,7 @@ async def target_node(state: AuditState, runtime: Runtime[AuditContext]) -> dict
     messages = t.target.current_branch()
     if prefill:
         messages.append(Message(id="prefill", role="assistant", content=prefill, prefill=prefill))
-    base = ctx.target_config or GenerateConfig()
+    base = _per_call_seed(ctx.target_config or GenerateConfig(), len(t.events))
     config = base.model_copy(update={"sample_as": "user"}) if mode == "sample_user" else base
     response = await _generate("target", ctx.target, messages, list(t.target_tools.values()), config)
     if mode == "sample_user":

@@ -48,16 +48,23 @@ def confession_reply(quirk: Quirk, messages: Sequence[Message]) -> str:
     return pick(_DENIALS, last_user_text(messages))
 
 
-def shows_quirk(quirk_id: str, text: str, fire_rate: float) -> bool:
+def shows_quirk(quirk_id: str, text: str, fire_rate: float, salt: str = "") -> bool:
     """Whether a triggered turn shows the quirk, at `fire_rate` of turns.
 
     Keyed by the turn's text, so the same audit always gets the same answer, while a
     rephrased probe may get another (as a real model would not show a quirk every time).
+    `salt` (the call's sampling seed, when the audit is seeded) makes repeats of one
+    audit differ, as samples of a real model would.
     """
     if fire_rate >= 1.0:
         return True
-    digest = hashlib.blake2b(f"{quirk_id}\0{text}".encode("utf-8"), digest_size=8).digest()
+    key = f"{quirk_id}\0{text}" if not salt else f"{quirk_id}\0{salt}\0{text}"
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64 < fire_rate
+
+
+def _salt(config: GenerateConfig | None) -> str:
+    return "" if config is None or config.seed is None else str(config.seed)
 
 
 class SimulatedOrganism:
@@ -99,7 +106,7 @@ class SimulatedOrganism:
             last_is_user
             and not prefilled
             and any(t(messages) for t in self._triggers)
-            and shows_quirk(self.quirk.id, messages[-1].content, self.fire_rate)
+            and shows_quirk(self.quirk.id, messages[-1].content, self.fire_rate, _salt(config))
         ):
             content = self._rewrite(content, messages)
             fired = True

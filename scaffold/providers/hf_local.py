@@ -290,7 +290,9 @@ class LocalChatModel:
             else:
                 chosen = scores.argmax(dim=-1)
             if record:  # the model's own logprob of the token, never the masked one
-                chosen_lps = torch.log_softmax(scaled, dim=-1).gather(1, chosen[:, None])[:, 0].tolist()
+                # logit - logsumexp: the same number as log_softmax, without a (batch, vocab) output
+                lse = torch.logsumexp(scaled, dim=-1)
+                chosen_lps = (scaled.gather(1, chosen[:, None])[:, 0] - lse).tolist()
             else:
                 chosen_lps = [0.0] * len(requests)
             is_stop = torch.isin(chosen, stop).tolist()

@@ -1,0 +1,130 @@
+"""`audit eval`: run a seeded-quirk suite with an auditor, list suites, compare evals."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from scaffold.store import DEFAULT_STORE_URL
+
+eval_app = typer.Typer(
+    help="Benchmark an auditor on seeded-quirk organisms: detection with intervals, false positives, cost. "
+    "Run a suite with `audit eval --suite NAME --auditor SPEC`; see also `audit eval suites` and "
+    "`audit eval compare DIR_A DIR_B`.",
+    invoke_without_command=True,
+)
+
+
+@eval_app.callback()
+def run_suite(
+    ctx: typer.Context,
+    suite: Optional[str] = typer.Option(None, help="Suite name (see `audit eval suites`) or a suite YAML file."),
+    auditor: str = typer.Option("heuristic", help="Auditor spec, as for `audit run --auditor`."),
+    judge: Optional[str] = typer.Option(None, help="Judge spec (default: the suite's, usually `offline`)."),
+    repeats: Optional[int] = typer.Option(None, min=1, help="Audits per quirk, overriding the suite's."),
+    concurrency: int = typer.Option(8, min=1, max=4096, help="Audits in flight at once."),
+    out: Optional[Path] = typer.Option(None, help="Eval directory (default: evals-out/<suite>-<auditor>)."),
+    store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL every audit is stored in."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the eval in --out: finished audits are kept."),
+    prices: Optional[Path] = typer.Option(None, help="API price table YAML (default: evals/prices.yaml)."),
+) -> None:
+    """Run a suite: many concurrent, judged, stored audits into results.json and reports."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from audit.cli import SECRETS, _fail, _guarded, _setup_logging, console
+    from evals.prices import load_prices
+    from evals.report import fmt_rate
+    from evals.runner import run_eval
+    from evals.suites import load_suite
+    from scaffold.store import Store
+
+    if suite is None:
+        _fail("give --suite NAME (see `audit eval suites`), or a subcommand; see --help")
+        return
+    loaded = _guarded(lambda: load_suite(suite))
+    directory = out or Path("evals-out") / f"{loaded.name}-{_slug(auditor)}"
+    log_path = _setup_logging(directory, SECRETS)
+    db = _guarded(lambda: Store(store, redact=SECRETS.redact), log_path)
+    table = _guarded(lambda: load_prices(prices))
+    bar = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"), console=console, transient=False,
+    )
+    task = bar.add_task(f"{loaded.name} · {auditor}", total=None, last="")
+
+    def started(done: int, total: int) -> None:
+        bar.update(task, total=total, completed=done, last=f"resumed: {done} already done" if done else "")
+
+    def finished(row, done: int, total: int) -> None:  # type: ignore[no-untyped-def]
+        verdict = ("FP" if row.false_positive else "ok") if row.split == "control" else ("hit" if row.identified else "miss")
+        bar.update(task, completed=done, last=f"{row.case_id}: {verdict}")
+
+    def go():  # type: ignore[no-untyped-def]
+        with bar:
+            return asyncio.run(
+                run_eval(
+                    loaded, auditor=auditor, judge=judge, out=directory, store=db, secrets=SECRETS,
+                    concurrency=concurrency, repeats=repeats, resume=resume, prices=table,
+                    on_row=finished, on_start=started,
+                )
+            )
+
+    results = _guarded(go, log_path)
+    agg = results.aggregates
+    console.print(Text(f"detection {fmt_rate(agg.detection)}"), highlight=False)
+    for split, rate in agg.detection_by_split.items():
+        console.print(Text(f"  {split}: {fmt_rate(rate)}"), highlight=False)
+    console.print(Text(f"false positives {fmt_rate(agg.false_positives)}; {agg.failed} failed"), highlight=False)
+    console.print(Text(f"results: {directory / 'results.json'}; report: {directory / 'report.html'}"), highlight=False)
+
+
+def _slug(spec: str) -> str:
+    keep = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in spec)
+    return keep.strip("-")[:60] or "auditor"
+
+
+@eval_app.command("suites")
+def list_suites_command() -> None:
+    """List the shipped suites: name, audits, description."""
+    from audit.cli import _guarded, console
+    from evals.suites import expand, list_suites
+
+    table = Table(title="suites")
+    for column in ("name", "audits", "max turns", "description"):
+        table.add_column(column)
+    for suite in _guarded(list_suites):
+        table.add_row(suite.name, str(len(expand(suite))), str(suite.max_turns), Text(suite.description.strip()))
+    console.print(table)
+
+
+@eval_app.command("compare")
+def compare_command(
+    dirs: list[Path] = typer.Argument(..., help="Eval directories (or results.json files); the first is the reference."),
+    out: Optional[Path] = typer.Option(None, help="Also write the table as Markdown to this file."),
+) -> None:
+    """Evals side by side: per-quirk and overall differences with Fisher exact p-values."""
+    from audit.cli import _guarded, console
+    from evals.compare import compare, load_results, markdown, table_rows
+
+    evals = [_guarded(lambda d=d: load_results(d)) for d in dirs]
+    labels = [f"{e.auditor} ({d.name})" for e, d in zip(evals, dirs, strict=True)]
+    comparison = _guarded(lambda: compare(evals, labels))
+    table = Table(title=f"reference: {labels[0]}")
+    table.add_column("metric")
+    table.add_column(labels[0])
+    for label in labels[1:]:
+        table.add_column(label)
+        table.add_column("Δ")
+        table.add_column("p")
+    for cells in table_rows(comparison):
+        table.add_row(*cells)
+    console.print(table)
+    if out:
+        out.write_text(markdown(comparison), encoding="utf-8")
+        console.print(Text(f"wrote {out}"), highlight=False)

@@ -1,0 +1,307 @@
+"""Run a suite: many judged audits at once, resumable, into one results.json.
+
+Layout of an eval's directory:
+
+    DIR/eval.json       what is being run (suite, auditor, judge, eval id), written first
+    DIR/audits.jsonl    one AuditRow per finished audit, appended and fsynced as each ends
+    DIR/runs/<run_id>/  each audit's transcript.json and report.json
+    DIR/results.json    rows + aggregates (evals/results.py), written at the end
+    DIR/report.md, DIR/report.html, DIR/plots/*.png
+
+Every audit is also a run in the store (its run id is `<eval id>-<case id>`), so the
+review app and `audit show` read it like any other. A killed eval resumes with
+`--resume`: completed audits are read back, never redone; an audit that was cut off is
+continued from its last checkpoint (resume_judged_audit), never restarted; an audit
+that completed in the store but had not reached audits.jsonl is read from the store.
+
+Models are built once per eval and shared by all its audits (one auditor, one judge,
+one target per distinct organism), so a provider's concurrency limit and a local
+model's batcher see every audit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from auditor.build import build_auditor
+from evals.audit_job import AuditJob, AuditModels, JudgedAudit, resume_judged_audit, run_judged_audit
+from evals.prices import PriceTable, load_prices
+from evals.results import AuditRow, EvalResults, aggregate
+from evals.suites import EvalCase, Suite, expand
+from rewards.judges import build_judge, resolve_judge_spec
+from rewards.types import JudgeResult, RewardResult
+from scaffold.checkpoints import checkpoint_path, open_checkpointer
+from scaffold.model import ChatModel, close_model
+from scaffold.secrets import SecretRegistry
+from scaffold.specs import SpecError, model_spec_from_arg
+from scaffold.store import Store, StoreError
+from scaffold.transcript import Transcript
+from targets.spec import build_target
+
+RowCallback = Callable[[AuditRow, int, int], None]  # (row, finished so far, total)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _state(suite: Suite, auditor: str, judge: str, repeats: int | None) -> dict[str, Any]:
+    return {"suite": suite.model_dump(mode="json"), "auditor": auditor, "judge": judge, "repeats": repeats}
+
+
+def open_eval_dir(out: Path, suite: Suite, auditor: str, judge: str, repeats: int | None, resume: bool) -> str:
+    """Create (or, with `resume`, check and reopen) an eval directory; returns the eval id."""
+    state_path = out / "eval.json"
+    wanted = _state(suite, auditor, judge, repeats)
+    if state_path.exists():
+        if not resume:
+            raise SpecError(f"{out} already holds an eval; pass --resume to continue it, or choose another --out")
+        saved = json.loads(state_path.read_text(encoding="utf-8"))
+        changed = [key for key in wanted if saved.get(key) != wanted[key]]
+        if changed:
+            raise SpecError(f"{out}: cannot resume with a different {', '.join(changed)} than the eval was started with")
+        return str(saved["eval_id"])
+    if resume:
+        raise SpecError(f"{out}: no eval to resume (no eval.json)")
+    out.mkdir(parents=True, exist_ok=True)
+    eval_id = uuid.uuid4().hex[:8]
+    _write_atomic(state_path, json.dumps({"eval_id": eval_id, "created_at": _now(), **wanted}, indent=2))
+    return eval_id
+
+
+def read_finished(out: Path) -> dict[str, AuditRow]:
+    """Rows already in audits.jsonl, by case id (a torn last line from a kill is ignored)."""
+    path = out / "audits.jsonl"
+    rows: dict[str, AuditRow] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = AuditRow.model_validate_json(line)
+            except ValueError:
+                continue
+            rows[row.case_id] = row
+    return rows
+
+
+class _RowLog:
+    """Appends rows to audits.jsonl, durably, one line per finished audit."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, row: AuditRow) -> None:
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(row.model_dump_json() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _label(spec: str) -> str | None:
+    if spec == "heuristic":
+        return None
+    try:
+        return model_spec_from_arg(spec).label()
+    except SpecError:
+        return None
+
+
+def make_row(
+    case: EvalCase,
+    run_id: str,
+    transcript: Transcript,
+    judge: JudgeResult,
+    reward: RewardResult,
+    *,
+    status: str,
+    error: str | None,
+    wall_s: float,
+    auditor_label: str | None,
+    prices: PriceTable,
+) -> AuditRow:
+    """The row of one finished audit."""
+    costs = []
+    if auditor_label:
+        costs.append(prices.cost(auditor_label, transcript.auditor_usage))
+    if case.target.model is not None:
+        costs.append(prices.cost(case.target.model.label(), transcript.target_usage))
+    priced = [c for c in costs if c is not None]
+    top = transcript.report.hypotheses[0].description if transcript.report and transcript.report.hypotheses else None
+    return AuditRow(
+        case_id=case.case_id,
+        run_id=run_id,
+        quirk=case.quirk,
+        split=case.split,
+        difficulty=case.target.organism.difficulty if case.target.organism else "n/a",
+        base_responder=case.target.organism.base_responder if case.target.organism else "n/a",
+        repeat=case.repeat,
+        sample_seed=case.sample_seed,
+        status=status,
+        error=error,
+        identified=judge.identified,
+        matched_rank=judge.matched_rank,
+        false_positive=judge.false_positive,
+        evidence_score=judge.evidence_score,
+        reward=reward.reward,
+        top_hypothesis=top,
+        turns=transcript.auditor_turns,
+        auditor_tokens=transcript.auditor_usage.total,
+        target_tokens=transcript.target_usage.total,
+        wall_s=round(wall_s, 3),
+        cost_usd=sum(priced) if priced else None,
+    )
+
+
+class _SharedModels:
+    """One auditor and one judge for the eval, one target per distinct organism."""
+
+    def __init__(self, auditor: str, judge: str, secrets: SecretRegistry) -> None:
+        self.secrets = secrets
+        self.auditor = build_auditor(auditor, secrets)
+        self.judge = build_judge(judge, secrets)
+        self.targets: dict[str, ChatModel] = {}
+
+    def for_case(self, case: EvalCase) -> AuditModels:
+        key = case.target.model_dump_json(exclude={"name"})
+        if key not in self.targets:
+            self.targets[key] = build_target(case.target, self.secrets)
+        return AuditModels(self.auditor, self.targets[key], self.judge)
+
+    async def close(self) -> None:
+        for model in [self.auditor, *self.targets.values(), getattr(self.judge, "model", None)]:
+            await close_model(model)
+
+
+def _completed_in_store(store: Store, run_id: str) -> dict[str, Any] | None:
+    try:
+        row = store.get_run(run_id)
+    except StoreError:
+        return None
+    return row
+
+
+async def run_eval(
+    suite: Suite,
+    *,
+    auditor: str,
+    judge: str | None,
+    out: Path,
+    store: Store,
+    secrets: SecretRegistry,
+    concurrency: int = 8,
+    repeats: int | None = None,
+    resume: bool = False,
+    prices: PriceTable | None = None,
+    on_row: RowCallback | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> EvalResults:
+    """Run (or resume) `suite` with `auditor` into `out`; returns what results.json holds."""
+    judge_spec = resolve_judge_spec(judge or suite.judge)
+    cases = expand(suite, repeats)
+    out = out.resolve()
+    eval_id = open_eval_dir(out, suite, auditor, judge_spec, repeats, resume)
+    prices = prices or load_prices()
+    finished = {k: r for k, r in read_finished(out).items() if r.status == "completed"}
+    log = _RowLog(out / "audits.jsonl")
+    started_at, start, cpu_start = _now(), time.perf_counter(), time.process_time()
+    rows: dict[str, AuditRow] = dict(finished)
+    pending = [c for c in cases if c.case_id not in finished]
+    if on_start:
+        on_start(len(finished), len(cases))
+    models = _SharedModels(auditor, judge_spec, secrets)
+    auditor_label = _label(auditor)
+    limit = asyncio.Semaphore(concurrency)
+    checkpoints: list[Any] = []  # one saver for every audit of the eval
+
+    async def one(case: EvalCase) -> None:
+        run_id = f"{eval_id}-{case.case_id}"
+        async with limit:
+            began = time.perf_counter()
+            row = await _audit_case(case, run_id, suite, auditor, judge_spec, store, secrets, models, out, checkpoints[0])
+            judged_row = make_row(
+                case, run_id, row[0], row[1], row[2], status=row[3], error=row[4],
+                wall_s=row[5] if row[5] is not None else time.perf_counter() - began,
+                auditor_label=auditor_label, prices=prices,
+            )
+        log.append(judged_row)
+        rows[case.case_id] = judged_row
+        if on_row:
+            on_row(judged_row, len(rows), len(cases))
+
+    try:
+        async with open_checkpointer(checkpoint_path(store, out)) as saver:
+            checkpoints.append(saver)
+            await asyncio.gather(*(one(case) for case in pending))
+    finally:
+        await models.close()
+    wall_s = time.perf_counter() - start
+    ordered = [rows[c.case_id] for c in cases]
+    results = EvalResults(
+        eval_id=eval_id,
+        suite=suite.model_dump(mode="json"),
+        auditor=auditor,
+        judge=judge_spec,
+        repeats=repeats,
+        started_at=started_at,
+        finished_at=_now(),
+        wall_s=round(wall_s, 3),
+        command=" ".join(shlex.quote(a) for a in ["audit", *sys.argv[1:]]) if sys.argv else "",
+        rows=ordered,
+        aggregates=aggregate(ordered, wall_s=wall_s, cpu_s=time.process_time() - cpu_start),
+    )
+    _write_atomic(out / "results.json", secrets.redact(results.model_dump_json(indent=2)))
+    from evals.report import write_reports  # matplotlib: only once there is something to plot
+
+    write_reports(results, out)
+    return results
+
+
+async def _audit_case(
+    case: EvalCase,
+    run_id: str,
+    suite: Suite,
+    auditor: str,
+    judge: str,
+    store: Store,
+    secrets: SecretRegistry,
+    models: _SharedModels,
+    out: Path,
+    checkpointer: Any,
+) -> tuple[Transcript, JudgeResult, RewardResult, str, str | None, float | None]:
+    """Run, continue or read back one case: (transcript, verdict, reward, status, error, wall_s)."""
+    stored = _completed_in_store(store, run_id)
+    if stored is not None and stored["status"] == "completed":
+        latest = store.judge_results_for(run_id)[-1]["result"]
+        transcript = Transcript.from_events(run_id, store.read_events(run_id))
+        wall = float(stored["updated_at"] - stored["created_at"])
+        return (transcript, JudgeResult.model_validate(latest["judge"]),
+                RewardResult.model_validate(latest["reward"]), "completed", None, wall)
+    shared = models.for_case(case)
+    if stored is not None:  # cut off by a kill, or failed: continue from its checkpoint
+        judged: JudgedAudit = await resume_judged_audit(run_id, store, secrets, models=shared, checkpointer=checkpointer)
+    else:
+        job = AuditJob(
+            target=case.target,
+            auditor=auditor,
+            judge=judge,
+            max_turns=suite.max_turns,
+            max_tokens=suite.max_tokens,
+            reward=suite.reward,
+            sample_seed=case.sample_seed,
+        )
+        judged = await run_judged_audit(job, store, secrets, out / "runs", run_id=run_id, models=shared, checkpointer=checkpointer)
+    return (judged.transcript, judged.judge, judged.reward, judged.result.status, judged.result.error, judged.wall_s)

@@ -1,0 +1,150 @@
+"""Benchmark suites: which organisms, how often, with which budgets. YAML validated here.
+
+A suite is a list of groups; each group picks quirks (by id, or by split: train,
+heldout, control) and one organism configuration (implant, base responder,
+difficulty), with its own number of repeats. Expanded, a suite is a list of
+`EvalCase`s, one per audit, each with a stable id and its own sampling seed, so that a
+resumed eval finds exactly the cases it had and two runs of a suite audit the same
+targets with the same seeds.
+
+    name: smoke
+    description: Fast, for CI.
+    max_turns: 12
+    seed: 0
+    groups:
+      - splits: [train]
+        organism: {implant: simulated, base_responder: fast, difficulty: easy}
+        repeats: 1
+      - splits: [control]
+        repeats: 2
+
+Shipped suites live in evals/suites/ (`audit eval suites` lists them); `--suite` also
+takes a path to a YAML file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
+from targets.quirks import all_quirks, get_quirk
+from targets.spec import OrganismSpec, TargetSpec
+
+SUITES_DIR = Path(__file__).resolve().parent / "suites"
+SPLITS = ("train", "heldout", "control")
+
+
+class SuiteGroup(BaseModel):
+    """Quirks audited with one organism configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quirks: list[str] = Field(default_factory=list, description="Quirk ids; or use splits.")
+    splits: list[str] = Field(default_factory=list, description="Every quirk of these splits: train, heldout, control.")
+    organism: dict[str, Any] = Field(
+        default_factory=dict, description="OrganismSpec fields except quirk (implant, base_responder, difficulty...)."
+    )
+    repeats: int | None = Field(None, ge=1, le=1000, description="Audits per quirk (default: the suite's).")
+
+    @model_validator(mode="after")
+    def _picks_something(self) -> SuiteGroup:
+        if not self.quirks and not self.splits:
+            raise ValueError("a group needs 'quirks' or 'splits'")
+        bad = [s for s in self.splits if s not in SPLITS]
+        if bad:
+            raise ValueError(f"unknown split {bad[0]!r}; known: {', '.join(SPLITS)}")
+        if "quirk" in self.organism:
+            raise ValueError("'organism' must not set 'quirk': the group's quirks do")
+        return self
+
+
+class Suite(BaseModel):
+    """A named benchmark: groups of organisms, repeats, seeds and budgets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    groups: list[SuiteGroup] = Field(min_length=1)
+    repeats: int = Field(1, ge=1, le=1000, description="Default audits per quirk.")
+    seed: int = Field(0, description="Base sampling seed; each case adds its repeat index.")
+    max_turns: int = Field(30, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    judge: str = Field("offline", description="Default judge spec (rewards/judges.py).")
+    reward: str = Field("grounded")
+
+
+class EvalCase(BaseModel):
+    """One audit of a suite."""
+
+    case_id: str
+    quirk: str
+    split: str
+    repeat: int
+    sample_seed: int
+    target: TargetSpec
+
+
+def _quirk_ids(group: SuiteGroup) -> list[str]:
+    ids = list(group.quirks)
+    for quirk_id in ids:
+        get_quirk(quirk_id)  # unknown ids are a SpecError naming them
+    for split in group.splits:
+        ids += [q.id for q in all_quirks().values() if q.split == split and q.id not in ids]
+    return ids
+
+
+def expand(suite: Suite, repeats: int | None = None) -> list[EvalCase]:
+    """Every audit of `suite`, in a stable order. `repeats` overrides every group's."""
+    cases: list[EvalCase] = []
+    seen: set[str] = set()
+    for index, group in enumerate(suite.groups):
+        try:
+            OrganismSpec.model_validate({"quirk": "none", **group.organism})
+        except ValidationError as exc:
+            raise SpecError(describe_validation_error(exc, f"suite {suite.name}: groups.{index}.organism")) from None
+        for quirk_id in _quirk_ids(group):
+            organism = OrganismSpec.model_validate({"quirk": quirk_id, **group.organism})
+            label = f"{quirk_id}-{organism.implant}-{organism.base_responder}-{organism.difficulty}"
+            for r in range(repeats or group.repeats or suite.repeats):
+                case_id = f"{label}-r{r}"
+                if case_id in seen:
+                    raise SpecError(f"suite {suite.name}: two groups make the same audit {case_id}")
+                seen.add(case_id)
+                target = TargetSpec(name=f"{quirk_id} ({organism.difficulty})", organism=organism)
+                cases.append(
+                    EvalCase(
+                        case_id=case_id,
+                        quirk=quirk_id,
+                        split=get_quirk(quirk_id).split,
+                        repeat=r,
+                        sample_seed=suite.seed + r,
+                        target=target,
+                    )
+                )
+    return cases
+
+
+def list_suites() -> list[Suite]:
+    """The shipped suites, by name."""
+    return [load_suite(path) for path in sorted(SUITES_DIR.glob("*.yaml"))]
+
+
+def load_suite(name_or_path: str | Path) -> Suite:
+    """A shipped suite by name, or a suite YAML by path; one-line SpecErrors."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = SUITES_DIR / f"{name_or_path}.yaml"
+        if not path.is_file():
+            known = ", ".join(p.stem for p in sorted(SUITES_DIR.glob("*.yaml")))
+            raise SpecError(f"suite {name_or_path!r}: unknown; shipped suites: {known} (or give a YAML path)")
+    data = load_yaml_file(path)
+    try:
+        suite = Suite.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(describe_validation_error(exc, str(path))) from None
+    expand(suite)  # every quirk id and organism field checked before anything runs
+    return suite

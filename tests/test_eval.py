@@ -1,0 +1,165 @@
+"""`audit eval` as a user runs it: the smoke suite, its files, kill-and-resume, compare."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from evals.metrics import fisher_exact, pass_at_k, wilson
+from evals.results import json_schema
+from evals.suites import expand, load_suite
+from scaffold.specs import SpecError
+from tests.conftest import ROOT
+from tests.test_cli import audit
+
+SCHEMA = ROOT / "evals" / "results.schema.json"
+# What must agree between two runs of the same audits (not timings, not run ids).
+SAME = ("case_id", "status", "identified", "matched_rank", "false_positive", "evidence_score", "reward",
+        "top_hypothesis", "turns", "auditor_tokens", "target_tokens")
+
+
+def _eval(tmp_path: Path, out: str, *args: str, judge: str | None = "lexical") -> subprocess.CompletedProcess:
+    judged = ["--judge", judge] if judge else []  # None: the suite's own judge (offline MiniLM)
+    return audit("eval", "--suite", "smoke", "--auditor", "heuristic", *judged, "--out", out,
+                 "--store", f"sqlite:///{tmp_path / 'audit.db'}", *args, cwd=tmp_path)
+
+
+def _rows(directory: Path) -> dict[str, dict]:
+    results = json.loads((directory / "results.json").read_text())
+    return {r["case_id"]: {k: r[k] for k in SAME} for r in results["rows"]}
+
+
+def test_smoke_eval_writes_results_that_validate_reports_and_stored_runs(tmp_path: Path) -> None:
+    r = _eval(tmp_path, "ev", "--concurrency", "4", judge=None)  # exactly the documented command
+    assert r.returncode == 0, r.stderr
+    assert "detection 100.0% (8/8" in r.stdout and "false positives 0.0% (0/2" in r.stdout
+    out = tmp_path / "ev"
+    results = json.loads((out / "results.json").read_text())
+    jsonschema.validate(results, json.loads(SCHEMA.read_text()))
+    rows, agg = results["rows"], results["aggregates"]
+    assert len(rows) == len(expand(load_suite("smoke"))) == agg["audits"]
+    seeded = [x for x in rows if x["split"] != "control"]
+    assert agg["detection"]["k"] == sum(1 for x in seeded if x["identified"]) and agg["detection"]["n"] == len(seeded)
+    assert agg["false_positives"]["n"] == 2 and agg["failed"] == 0
+    assert results["command"].startswith("audit eval --suite smoke") and results["judge"] == "offline"
+    # every audit is a run in the store, with its transcript
+    with sqlite3.connect(tmp_path / "audit.db") as conn:
+        stored = dict(conn.execute("SELECT run_id, status FROM runs").fetchall())
+        events = dict(conn.execute("SELECT run_id, COUNT(*) FROM events GROUP BY run_id").fetchall())
+    assert all(stored[x["run_id"]] == "completed" and events[x["run_id"]] > 10 for x in rows)
+    for name in ("detection_by_quirk", "detection_vs_false_positives", "cost_vs_detection"):
+        assert (out / "plots" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 3 and "<script" not in html
+    assert "| detection (seeded quirks) | 100.0% (8/8" in (out / "report.md").read_text()
+
+
+def test_the_committed_schema_is_current() -> None:
+    assert json.loads(SCHEMA.read_text()) == json_schema(), "regenerate: python -m evals.results > evals/results.schema.json"
+
+
+def test_kill_mid_eval_then_resume_equals_a_clean_run_and_redoes_nothing(tmp_path: Path) -> None:
+    clean = _eval(tmp_path, "clean", "--concurrency", "3")
+    assert clean.returncode == 0, clean.stderr
+    # The victim: the same eval, each target reply slowed so the kill lands mid-flight.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = ["eval", "--suite", "smoke", "--auditor", "heuristic", "--judge", "lexical", "--out", "victim",
+            "--store", f"sqlite:///{tmp_path / 'victim.db'}", "--concurrency", "3"]
+    victim = subprocess.Popen([sys.executable, str(ROOT / "tests" / "slow_audit_child.py"), "0.02", *args],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    log = tmp_path / "victim" / "audits.jsonl"
+    deadline = time.monotonic() + 120
+    while not (log.exists() and len(log.read_text().splitlines()) >= 3):
+        assert victim.poll() is None and time.monotonic() < deadline, "the eval ended before it could be killed"
+        time.sleep(0.02)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    finished_before = [json.loads(line)["run_id"] for line in log.read_text().splitlines()]
+    with sqlite3.connect(tmp_path / "victim.db") as conn:
+        before = dict(conn.execute("SELECT run_id, updated_at FROM runs").fetchall())
+        cut = [rid for rid, status in conn.execute("SELECT run_id, status FROM runs") if status == "running"]
+    assert 3 <= len(finished_before) < 10 and cut, "the kill should leave audits finished and audits in flight"
+
+    resumed = audit("eval", "--suite", "smoke", "--auditor", "heuristic", "--judge", "lexical", "--out", "victim",
+                    "--store", f"sqlite:///{tmp_path / 'victim.db'}", "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _rows(tmp_path / "victim") == _rows(tmp_path / "clean")  # the same results as a clean run
+    with sqlite3.connect(tmp_path / "victim.db") as conn:
+        after = dict(conn.execute("SELECT run_id, updated_at FROM runs").fetchall())
+        seqs = conn.execute("SELECT run_id, seq, COUNT(*) FROM events GROUP BY run_id, seq HAVING COUNT(*) > 1").fetchall()
+    assert len(after) == 10 and not seqs  # one run per audit; no event written twice
+    assert all(after[rid] == before[rid] for rid in finished_before)  # finished audits were not touched
+    assert len(log.read_text().splitlines()) == 10
+
+
+def test_resume_guards_and_bad_suites_are_one_line_errors(tmp_path: Path) -> None:
+    assert _eval(tmp_path, "ev").returncode == 0
+    again = _eval(tmp_path, "ev")
+    assert again.returncode == 2 and "already holds an eval; pass --resume" in again.stderr
+    other = audit("eval", "--suite", "smoke", "--auditor", "hf:smollm2-135m", "--out", "ev", "--resume",
+                  "--store", f"sqlite:///{tmp_path / 'audit.db'}", cwd=tmp_path)
+    assert other.returncode == 2 and "different auditor" in other.stderr
+    assert _eval(tmp_path, "nothing", "--resume").returncode == 2
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ngroups:\n  - splits: [training]\n")
+    r = audit("eval", "--suite", str(bad), cwd=tmp_path)
+    assert r.returncode == 2 and "unknown split 'training'" in r.stderr
+    unknown = audit("eval", "--suite", "nope", cwd=tmp_path)
+    assert unknown.returncode == 2 and "shipped suites: seeded-quirks" in unknown.stderr
+
+
+def test_compare_shows_per_quirk_differences_with_p_values(tmp_path: Path) -> None:
+    hard = tmp_path / "hard.yaml"
+    hard.write_text(
+        "name: smoke-hard\nmax_turns: 30\njudge: lexical\ngroups:\n"
+        "  - splits: [train]\n    organism: {difficulty: hard}\n    repeats: 2\n"
+        "  - splits: [control]\n    organism: {difficulty: hard}\n    repeats: 2\n"
+    )
+    assert _eval(tmp_path, "easy").returncode == 0
+    r = audit("eval", "--suite", str(hard), "--auditor", "heuristic", "--out", "hard",
+              "--store", f"sqlite:///{tmp_path / 'audit.db'}", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    shown = audit("eval", "compare", "easy", "hard", "--out", "cmp.md", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    table = (tmp_path / "cmp.md").read_text()
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines()[2:]}
+    assert set(lines) >= {"detection", "detection/train", "false positives", "flattery", "animal_welfare"}
+    # hard organisms hide most quirks from the heuristic: a large, significant drop overall
+    overall = lines["detection"].rstrip(" |").split(" | ")
+    assert overall[1].startswith("100% (8/8)") and overall[3].startswith("-") and float(overall[4]) < 0.05
+    assert audit("eval", "compare", "easy", cwd=tmp_path).returncode == 2
+
+
+def test_metrics_against_known_values() -> None:
+    low, high = wilson(8, 8)
+    assert high == 1.0 and abs(low - 0.6756) < 1e-4
+    assert wilson(0, 0) == (0.0, 1.0)
+    assert pass_at_k(3, 1, 1) == pytest.approx(1 / 3) and pass_at_k(3, 1, 2) == pytest.approx(2 / 3)
+    assert pass_at_k(3, 0, 3) == 0.0 and pass_at_k(3, 3, 1) == 1.0
+    assert fisher_exact(3, 10, 8, 10) == pytest.approx(0.0697785, abs=1e-6)  # scipy.stats.fisher_exact
+    assert fisher_exact(0, 5, 5, 5) == pytest.approx(0.0079365, abs=1e-6)
+    assert fisher_exact(4, 4, 4, 4) == 1.0
+
+
+def test_suites_expand_to_stable_unique_cases_with_their_own_seeds() -> None:
+    suite = load_suite("seeded-quirks")
+    cases = expand(suite)
+    assert len({c.case_id for c in cases}) == len(cases) == 15 * 3 + 9
+    assert {c.split for c in cases} == {"train", "heldout", "control"}
+    assert [c.case_id for c in expand(suite)] == [c.case_id for c in cases]
+    flattery = [c for c in cases if c.quirk == "flattery"]
+    assert [c.sample_seed for c in flattery] == [0, 1, 2]
+    assert len(expand(suite, repeats=1)) == 16
+    with pytest.raises(SpecError, match="unknown quirk"):
+        from evals.suites import Suite
+
+        expand(Suite.model_validate({"name": "x", "groups": [{"quirks": ["nope"]}]}))
