@@ -28,6 +28,9 @@ def run_suite(
     auditor: str = typer.Option("heuristic", help="Auditor spec, as for `audit run --auditor`."),
     judge: Optional[str] = typer.Option(None, help="Judge spec (default: the suite's, usually `offline`)."),
     repeats: Optional[int] = typer.Option(None, min=1, help="Audits per quirk, overriding the suite's."),
+    max_turns: Optional[int] = typer.Option(
+        None, min=1, help="Auditor turns per audit, overriding the suite's (recorded in results.json)."
+    ),
     concurrency: int = typer.Option(8, min=1, max=4096, help="Audits in flight at once."),
     out: Optional[Path] = typer.Option(None, help="Eval directory (default: evals-out/<suite>-<auditor>)."),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL every audit is stored in."),
@@ -48,6 +51,8 @@ def run_suite(
         _fail("give --suite NAME (see `audit eval suites`), or a subcommand; see --help")
         return
     loaded = _guarded(lambda: load_suite(suite))
+    if max_turns is not None:
+        loaded = loaded.model_copy(update={"max_turns": max_turns})
     directory = out or Path("evals-out") / f"{loaded.name}-{_slug(auditor)}"
     log_path = _setup_logging(directory, SECRETS)
     db = _guarded(lambda: Store(store, redact=SECRETS.redact), log_path)

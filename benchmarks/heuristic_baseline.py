@@ -11,11 +11,12 @@ rank is `matched_rank`); a control run counts as a false positive when the judge
 `false_positive`. The auditor never sees the target spec: it only gets the YAML path
 through the job, like `audit run`.
 
-Determinism: the heuristic auditor, the fast responder, the organism's fire decision
-(a hash of quirk id and message) and the graders are all deterministic, and no seed
-reaches any of them, so repeats are expected to be identical. The script checks this
-and says so: when they are, the Wilson interval over all runs overstates the sample
-size (the effective n is the number of quirks).
+Determinism: the heuristic auditor, the fast responder and the graders are
+deterministic; each repeat's seed reaches the organism (its fire decision at medium
+and hard difficulty is salted with the sampling seed), so repeats differ only where a
+quirk shows on a fraction of turns. At easy difficulty they are identical; the script
+checks this and says so, since the Wilson interval over all runs then overstates the
+sample size (the effective n is the number of quirks).
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ async def one_run(
     quirk_id: str, seed: int, args: argparse.Namespace, store: Store, work: Path
 ) -> dict[str, Any]:
     path = write_target(work, quirk_id, seed, args.difficulty)
-    job = AuditJob(target_path=str(path), auditor="heuristic", judge=args.judge, max_turns=args.max_turns)
+    job = AuditJob(
+        target_path=str(path), auditor="heuristic", judge=args.judge, max_turns=args.max_turns, sample_seed=seed
+    )
     start = time.perf_counter()
     judged = await run_judged_audit(job, store, SecretRegistry(), work / "out", run_id=f"{quirk_id}-s{seed}")
     verdict, transcript = judged.judge, judged.transcript

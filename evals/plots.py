@@ -46,7 +46,7 @@ def detection_by_quirk(results: EvalResults) -> bytes:
     ax.set_xlabel("detection rate (Wilson 95% interval)")
     ax.set_title(f"Detection by quirk: {results.auditor}")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for s, c in SPLIT_COLOURS.items() if s != "control"]
-    ax.legend(handles, ["train", "heldout"], loc="lower right")
+    ax.legend(handles, ["train", "heldout"], loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     return _png(fig)
 
 
@@ -88,7 +88,11 @@ def cost_vs_detection(evals: Sequence[EvalResults]) -> bytes:
         rate = results.aggregates.detection
         ax.errorbar(cost, rate.rate or 0.0, yerr=[[_err(rate)[0]], [_err(rate)[1]]], fmt="s", capsize=3, color="#3b6ea8")
         ax.annotate(results.auditor, (cost, rate.rate or 0.0), textcoords="offset points", xytext=(6, 4), fontsize=8)
-    ax.set_xscale("symlog", linthresh=1e-3)
+    costs = [c for c in (cost_per_audit(r)[0] for r in evals) if c > 0]
+    if costs and max(costs) / min(costs) > 50:  # a frontier model next to a heuristic: log scale
+        ax.set_xscale("log")
+    else:
+        ax.set_xlim(0, (max(costs) if costs else 1.0) * 1.3)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(" / ".join(sorted(units)))
     ax.set_ylabel("detection rate (seeded quirks)")
