@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from pydantic import BaseModel, Field
 
@@ -242,30 +242,23 @@ async def run_judged_audit(
         # server stores, finds its checkpoints there.
         config={**job.model_dump(mode="json"), "out_dir": str(out)},
     )
-    start = time.perf_counter()
     prompt = auditor_system_prompt([t.definition for t in AUDITOR_TOOLS.values()], job.max_turns)
-    try:
-        try:
-            async with _checkpoints(checkpointer, store, out) as saver:
-                result = await run_audit(
-                    models.auditor,
-                    models.target,
-                    seed_message(job.seed, job.max_turns),
-                    auditor_prompt=prompt,
-                    budget=budget,
-                    run_id=run_id,
-                    sink=ObservedStore(store, on_events),
-                    checkpointer=saver,
-                    redact=secrets.redact,
-                    **_configs(job),
-                )
-        finally:
-            if owned:
-                await _close(models.auditor, models.target)
-        return await _finish(job, target_spec, models.judge, result, store, secrets, out, start)
-    finally:
-        if owned:
-            await _close(getattr(models.judge, "model", None))
+
+    def play(saver: Any) -> Awaitable[AuditResult]:
+        return run_audit(
+            models.auditor,
+            models.target,
+            seed_message(job.seed, job.max_turns),
+            auditor_prompt=prompt,
+            budget=budget,
+            run_id=run_id,
+            sink=ObservedStore(store, on_events),
+            checkpointer=saver,
+            redact=secrets.redact,
+            **_configs(job),
+        )
+
+    return await _play_and_finish(play, job, target_spec, models, owned, store, secrets, out, checkpointer)
 
 
 async def resume_judged_audit(
@@ -286,21 +279,40 @@ async def resume_judged_audit(
     owned = models is None
     models = models or AuditModels.build(job, target_spec, secrets)
     budget = AuditBudget(max_turns=job.max_turns, max_tokens=job.max_tokens)
-    start = time.perf_counter()
     store.set_status(run_id, "running")
+
+    def play(saver: Any) -> Awaitable[AuditResult]:
+        return resume_audit(
+            models.auditor,
+            models.target,
+            run_id=run_id,
+            event_log=ObservedStore(store, on_events),
+            checkpointer=saver,
+            budget=budget,
+            redact=secrets.redact,
+            **_configs(job),
+        )
+
+    return await _play_and_finish(play, job, target_spec, models, owned, store, secrets, out, checkpointer)
+
+
+async def _play_and_finish(
+    play: Callable[[Any], Awaitable[AuditResult]],
+    job: AuditJob,
+    target_spec: TargetSpec,
+    models: AuditModels,
+    owned: bool,
+    store: Store,
+    secrets: SecretRegistry,
+    out: Path,
+    checkpointer: Any,
+) -> JudgedAudit:
+    """Play the audit with checkpoints, grade and store it; close the models if we built them."""
+    start = time.perf_counter()
     try:
         try:
             async with _checkpoints(checkpointer, store, out) as saver:
-                result = await resume_audit(
-                    models.auditor,
-                    models.target,
-                    run_id=run_id,
-                    event_log=ObservedStore(store, on_events),
-                    checkpointer=saver,
-                    budget=budget,
-                    redact=secrets.redact,
-                    **_configs(job),
-                )
+                result = await play(saver)
         finally:
             if owned:
                 await _close(models.auditor, models.target)
