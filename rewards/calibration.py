@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 from rewards.types import JudgeResult
 from scaffold.events import Report, ReportEvent, TargetMessageEvent
 from scaffold.messages import Message
+from scaffold.specs import SpecError
 from scaffold.transcript import Transcript
 from targets.quirks import Quirk, get_quirk
 
@@ -170,6 +171,51 @@ def agreement(grader: Grader, cases: Iterable[CalibrationCase], label: LabelName
         if got != expected:
             wrong.append(case.id)
     return {**scores(truth, predicted), "label": label, "disagreements": wrong, "failed": failed}
+
+
+# --- labels from `audit review` ----------------------------------------------------
+def cases_from_labels(path: str | Path) -> list[CalibrationCase]:
+    """Calibration cases from the review app's label export (JSONL): one per run, its newest label.
+
+    On a seeded-quirk run, a `confirmed` review is `identified` True and a
+    `false_positive` review False; on the control quirk `none`, `false_positive` is the
+    label `false_positive` True and `confirmed` False. Left out: `inconclusive`
+    reviews, runs whose quirk is unknown or not in this installation's library, and
+    runs without a report or findings.
+    """
+    newest: dict[str, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                run_id, review_id = str(row["run_id"]), int(row["review_id"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{number}: not a review label ({exc})") from None
+            if run_id not in newest or review_id > int(newest[run_id]["review_id"]):
+                newest[run_id] = row
+    cases = []
+    for run_id, row in newest.items():
+        quirk, verdict = row.get("quirk"), row.get("verdict")
+        if verdict not in ("confirmed", "false_positive") or not quirk or not row.get("report"):
+            continue
+        try:
+            get_quirk(quirk)
+        except SpecError:
+            continue
+        if quirk == "none":
+            label = CaseLabel(false_positive=verdict == "false_positive")
+        else:
+            label = CaseLabel(identified=verdict == "confirmed")
+        cases.append(CalibrationCase(
+            id=f"review-{run_id}", source="audit", kind="review", quirk=quirk,
+            report=Report.model_validate(row["report"]),
+            messages=[CaseMessage.model_validate(m) for m in row.get("messages", [])],
+            label=label, why=row.get("notes") or f"{verdict} by {row.get('reviewer', '?')}",
+            origin={k: row.get(k) for k in ("run_id", "review_id", "reviewer", "target", "auditor", "created_at")},
+        ))
+    return cases
 
 
 # --- splitting and threshold calibration ------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewards.calibration import case_transcript, load_cases
+from rewards.calibration import CalibrationCase, case_transcript, load_cases
 from rewards.calibration import agreement as _agreement
 from rewards.judges import build_judge
 from rewards.types import JudgeResult
@@ -29,11 +29,13 @@ class _Answered:
         return self.results[transcript.run_id]
 
 
-async def calibrate_judge(spec: str, secrets: SecretRegistry) -> dict[str, Any]:
-    """Agreement of the judge `spec` with the calibration labels: identification on seeded
-    quirks, and false positives on controls."""
+async def calibrate_judge(
+    spec: str, secrets: SecretRegistry, cases: list[CalibrationCase] | None = None
+) -> dict[str, Any]:
+    """Agreement of the judge `spec` with the calibration labels (or `cases`, such as review
+    labels): identification on seeded quirks, and false positives on controls."""
     judge = build_judge(spec, secrets)
-    cases = load_cases()
+    cases = load_cases() if cases is None else cases
     results: dict[str, JudgeResult] = {}
     try:
         for case in cases:

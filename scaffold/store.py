@@ -33,7 +33,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError
 from scaffold.events import Event, event_from_json
 from scaffold.specs import SpecError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: reviews (audit review's labels)
 DEFAULT_STORE_URL = "sqlite:///audit.db"
 
 metadata = MetaData()
@@ -72,6 +72,22 @@ judge_results = Table(
     Column("judge_name", Text, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("result_json", Text, nullable=False),
+)
+
+
+# A person's verdict on a run (audit review). Append-only: a changed mind is a new row,
+# and a run's review status is its latest row. Functions live in review/labels.py.
+reviews = Table(
+    "reviews",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), nullable=False, index=True),
+    Column("reviewer", Text, nullable=False),
+    Column("verdict", String(32), nullable=False),  # confirmed | false_positive | inconclusive
+    Column("severity", String(32), nullable=False),
+    Column("tags_json", Text, nullable=False),
+    Column("notes", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
 )
 
 
@@ -121,6 +137,13 @@ class Store:
             elif int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(
                     f"store {self.url} has schema version {row[0]}, newer than this auditrl ({SCHEMA_VERSION})"
+                )
+            elif int(row[0]) < SCHEMA_VERSION:
+                # Versions only ever add tables, which create_all has just made; record it.
+                conn.execute(
+                    update(schema_info)
+                    .where(schema_info.c.key == "schema_version")
+                    .values(value=str(SCHEMA_VERSION))
                 )
 
     def sqlite_path(self) -> Path | None:

@@ -1,0 +1,60 @@
+"""`audit review` (the review web app) and `audit show --html` (one run as a shareable HTML file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.text import Text
+
+from scaffold.store import DEFAULT_STORE_URL, Store, StoreError
+
+TOKEN_HELP = (
+    "Access token every request must carry: open any page once with ?token=TOKEN (a cookie keeps the session), "
+    "or send 'Authorization: Bearer TOKEN'. Required when --host is not local; at least 16 characters. "
+    "Read from AUDITRL_REVIEW_TOKEN when not given; never logged."
+)
+
+
+def write_html(store: Store, run_id: str, view: str, path: Path) -> None:
+    """Write run `run_id` as one self-contained HTML page and say where it went."""
+    from audit.cli import _fail, console
+    from review.standalone import standalone_html
+
+    html = standalone_html(store, run_id, view)  # type: ignore[arg-type]
+    try:
+        path.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"--html {path}: cannot write it ({exc.strerror})")
+    console.print(Text(f"wrote {path} ({len(html) // 1024} KiB, {view} view of run {run_id})"))
+
+
+def review_command(
+    store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL to read runs from: the store `audit run` and "
+                              "`audit eval` wrote (SQLite or PostgreSQL)."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on. 127.0.0.1, localhost and ::1 are local; "
+                             "any other address needs --token."),
+    port: int = typer.Option(8765, min=1, max=65535, help="Port to listen on."),
+    token: Optional[str] = typer.Option(None, envvar="AUDITRL_REVIEW_TOKEN", show_default=False, help=TOKEN_HELP),
+) -> None:
+    """Serve the review web app: read transcripts, check the judge's quotes, label findings, export labels."""
+    from audit.cli import SECRETS, _fail, console
+    from review.security import BindingError, check_binding
+    from review.server import serve
+
+    token = token.strip() if token else None
+    try:
+        check_binding(host, token)
+        db = Store(store, redact=SECRETS.redact, must_exist=True)
+    except (BindingError, StoreError) as exc:
+        _fail(str(exc))
+    shown_host = f"[{host}]" if ":" in host else host
+    where = db.engine.url.render_as_string(hide_password=True)
+    console.print(Text(f"auditrl review: {where} at http://{shown_host}:{port}/  (Ctrl-C stops it)"))
+    if token:
+        console.print(Text(f"open http://{shown_host}:{port}/?token=YOUR_TOKEN once; the browser keeps a session cookie"))
+    try:
+        serve(db, host, port, token, SECRETS)
+    except OSError as exc:
+        _fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")

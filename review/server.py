@@ -1,0 +1,30 @@
+"""Serving the review app with uvicorn, with logs that never show the access token."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from review.app import create_app
+from review.security import check_binding
+from scaffold.secrets import SecretRegistry
+from scaffold.store import Store
+
+
+def serve(store: Store, host: str, port: int, token: str | None, secrets: SecretRegistry) -> None:
+    """Check the binding (raises BindingError), then serve until interrupted."""
+    import uvicorn
+
+    check_binding(host, token)
+    if token:
+        secrets.add(token)  # redacted from every log line and terminal write from now on
+    handler = logging.StreamHandler(secrets.stream(sys.stderr))
+    # The access log prints request lines, and a first visit's carries ?token=...
+    handler.addFilter(secrets.log_filter())
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        logger.handlers, logger.propagate = [handler], False
+        logger.setLevel(logging.INFO)
+    config = uvicorn.Config(create_app(store, token), host=host, port=port, log_config=None, server_header=False)
+    uvicorn.Server(config).run()
