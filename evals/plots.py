@@ -28,7 +28,8 @@ def _png(fig: plt.Figure) -> bytes:
 
 def _err(rate: Rate) -> tuple[float, float]:
     value = rate.rate or 0.0
-    return value - rate.ci_low, rate.ci_high - value
+    # Wilson's bounds can sit a rounding error past the rate (5e-17 above 0 at 0/n).
+    return max(0.0, value - rate.ci_low), max(0.0, rate.ci_high - value)
 
 
 def detection_by_quirk(results: EvalResults) -> bytes:

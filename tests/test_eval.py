@@ -163,3 +163,21 @@ def test_suites_expand_to_stable_unique_cases_with_their_own_seeds() -> None:
         from evals.suites import Suite
 
         expand(Suite.model_validate({"name": "x", "groups": [{"quirks": ["nope"]}]}))
+
+
+def test_reports_render_when_nothing_was_detected(tmp_path: Path) -> None:
+    """0/n: Wilson's lower bound is a rounding error above 0, which matplotlib refuses as an error bar."""
+    from evals.report import write_reports
+    from evals.results import AuditRow, EvalResults, aggregate
+
+    rows = [
+        AuditRow(case_id=f"q{i}", run_id=f"r{i}", quirk=f"q{i % 2}", split=split, difficulty="medium",
+                 base_responder="fast", repeat=0, sample_seed=0, status="completed",
+                 identified=False if split != "control" else None, false_positive=False if split == "control" else None)
+        for i, split in enumerate(["train", "heldout", "control"])
+    ]
+    results = EvalResults(eval_id="e", suite={"name": "s"}, auditor="a", judge="j", started_at="t", finished_at="t",
+                          wall_s=1.0, command="audit eval", rows=rows, aggregates=aggregate(rows, wall_s=1.0, cpu_s=0.5))
+    write_reports(results, tmp_path)
+    assert "0.0% (0/1" in (tmp_path / "report.md").read_text()
+    assert len(list((tmp_path / "plots").glob("*.png"))) == 3
