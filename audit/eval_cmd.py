@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -61,14 +62,16 @@ def run_suite(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[last]}"), console=console, transient=False,
     )
-    task = bar.add_task(f"{loaded.name} · {auditor}", total=None, last="")
+    task = bar.add_task(escape(f"{loaded.name} · {auditor}"), total=None, last="")
 
     def started(done: int, total: int) -> None:
         bar.update(task, total=total, completed=done, last=f"resumed: {done} already done" if done else "")
 
     def finished(row, done: int, total: int) -> None:  # type: ignore[no-untyped-def]
         verdict = ("FP" if row.false_positive else "ok") if row.split == "control" else ("hit" if row.identified else "miss")
-        bar.update(task, completed=done, last=f"{row.case_id}: {verdict}")
+        if row.status != "completed":
+            verdict = "failed"
+        bar.update(task, completed=done, last=escape(f"{row.case_id}: {verdict}"))
 
     def go():  # type: ignore[no-untyped-def]
         with bar:
@@ -120,15 +123,20 @@ def compare_command(
     evals = [_guarded(lambda d=d: load_results(d)) for d in dirs]
     labels = [f"{e.auditor} ({d.name})" for e, d in zip(evals, dirs, strict=True)]
     comparison = _guarded(lambda: compare(evals, labels))
-    table = Table(title=f"reference: {labels[0]}")
+    for e, d in zip(evals[1:], dirs[1:], strict=True):
+        if (e.suite.get("name"), e.judge) != (evals[0].suite.get("name"), evals[0].judge):
+            console.print(Text(f"warning: {d} ran suite {e.suite.get('name')} judged by {e.judge}; the reference ran "
+                               f"{evals[0].suite.get('name')} judged by {evals[0].judge}: differences mix both"),
+                          style="yellow")
+    table = Table(title=escape(f"reference: {labels[0]}"))
     table.add_column("metric")
-    table.add_column(labels[0])
+    table.add_column(escape(labels[0]))
     for label in labels[1:]:
-        table.add_column(label)
+        table.add_column(escape(label))
         table.add_column("Δ")
         table.add_column("p")
     for cells in table_rows(comparison):
-        table.add_row(*cells)
+        table.add_row(*(Text(c) for c in cells))
     console.print(table)
     if out:
         out.write_text(markdown(comparison), encoding="utf-8")

@@ -168,10 +168,11 @@ async def _finish(
     store.add_judge_result(
         result.run_id, judge.name, {"judge": judge_result.model_dump(), "reward": reward.model_dump()}
     )
-    store.set_status(result.run_id, result.status, result.error)
     judged = JudgedAudit(job, result, target, judge_result, reward, time.perf_counter() - start, out / result.run_id)
     _write_json(judged.out_dir / "transcript.json", result.transcript.to_dict(), secrets)
     _write_json(judged.out_dir / "report.json", build_report(judged), secrets)
+    # Last: a run marked completed always has its files (a resume reads completed runs back).
+    store.set_status(result.run_id, result.status, result.error)
     return judged
 
 
@@ -200,13 +201,18 @@ def _checkpoints(shared: Any, store: Store, out: Path) -> contextlib.AbstractAsy
     return open_checkpointer(checkpoint_path(store, out))
 
 
+# Per-call seeds are seed + step (steps stay far below 2**19), so the target's stream
+# starts 2**19 above the auditor's and suites space repeats 2**20 apart: no two streams meet.
+TARGET_SEED_OFFSET = 1 << 19
+
+
 def _configs(job: AuditJob) -> dict[str, GenerateConfig | None]:
     if job.sample_seed is None:
         return {"auditor_config": None, "target_config": None}
     # Different streams for the two sides: the target's seeds start far from the auditor's.
     return {
         "auditor_config": GenerateConfig(seed=job.sample_seed),
-        "target_config": GenerateConfig(seed=job.sample_seed + 1_000_003),
+        "target_config": GenerateConfig(seed=job.sample_seed + TARGET_SEED_OFFSET),
     }
 
 

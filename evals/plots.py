@@ -76,7 +76,7 @@ def cost_per_audit(results: EvalResults) -> tuple[float, str]:
     agg = results.aggregates
     if agg.cost_usd is not None:
         return agg.cost_usd / max(agg.audits, 1), "USD per audit"
-    return agg.cpu_s / max(agg.audits, 1), "CPU seconds per audit"
+    return agg.cpu_s_per_audit or 0.0, "CPU seconds per audit"
 
 
 def cost_vs_detection(evals: Sequence[EvalResults]) -> bytes:

@@ -57,7 +57,8 @@ def write_plots(results: EvalResults, out: Path) -> dict[str, bytes]:
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    # Model or server text: no table breaks, and no raw HTML for renderers that pass it through.
+    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown(results: EvalResults) -> str:

@@ -22,7 +22,10 @@ model's batcher see every audit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
+import logging
 import os
 import shlex
 import sys
@@ -30,10 +33,10 @@ import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from auditor.build import build_auditor
-from evals.audit_job import AuditJob, AuditModels, JudgedAudit, resume_judged_audit, run_judged_audit
+from evals.audit_job import AuditJob, AuditModels, JudgedAudit, grade, resume_judged_audit, run_judged_audit
 from evals.prices import PriceTable, load_prices
 from evals.results import AuditRow, EvalResults, aggregate
 from evals.suites import EvalCase, Suite, expand
@@ -41,6 +44,7 @@ from rewards.judges import build_judge, resolve_judge_spec
 from rewards.types import JudgeResult, RewardResult
 from scaffold.checkpoints import checkpoint_path, open_checkpointer
 from scaffold.model import ChatModel, close_model
+from scaffold.run import INITIAL_EVENTS
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError, model_spec_from_arg
 from scaffold.store import Store, StoreError
@@ -48,6 +52,7 @@ from scaffold.transcript import Transcript
 from targets.spec import build_target
 
 RowCallback = Callable[[AuditRow, int, int], None]  # (row, finished so far, total)
+log = logging.getLogger(__name__)
 
 
 def _now() -> str:
@@ -85,14 +90,15 @@ def open_eval_dir(out: Path, suite: Suite, auditor: str, judge: str, repeats: in
 
 
 def read_finished(out: Path) -> dict[str, AuditRow]:
-    """Rows already in audits.jsonl, by case id (a torn last line from a kill is ignored)."""
+    """Rows already in audits.jsonl, by case id. A line torn by a kill (even inside a
+    multi-byte character) is skipped; its audit is read back from the store instead."""
     path = out / "audits.jsonl"
     rows: dict[str, AuditRow] = {}
     if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in path.read_bytes().split(b"\n"):
             try:
-                row = AuditRow.model_validate_json(line)
-            except ValueError:
+                row = AuditRow.model_validate_json(line.decode("utf-8"))
+            except ValueError:  # UnicodeDecodeError and pydantic's ValidationError too
                 continue
             rows[row.case_id] = row
     return rows
@@ -101,14 +107,28 @@ def read_finished(out: Path) -> dict[str, AuditRow]:
 class _RowLog:
     """Appends rows to audits.jsonl, durably, one line per finished audit."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, redact: Callable[[str], str]) -> None:
+        self.path, self.redact = path, redact
+        if path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+            with path.open("ab") as f:  # end a torn last line, so the next row is a line of its own
+                f.write(b"\n")
 
     def append(self, row: AuditRow) -> None:
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(row.model_dump_json() + "\n")
+            f.write(self.redact(row.model_dump_json()) + "\n")
             f.flush()
             os.fsync(f.fileno())
+
+
+@contextlib.contextmanager
+def _exclusive(out: Path) -> Iterator[None]:
+    """Hold DIR/.lock: two processes on one eval directory would run audits twice."""
+    with (out / ".lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SpecError(f"{out}: another `audit eval` is running in this directory") from None
+        yield
 
 
 def _label(spec: str) -> str | None:
@@ -141,6 +161,8 @@ def make_row(
         costs.append(prices.cost(case.target.model.label(), transcript.target_usage))
     priced = [c for c in costs if c is not None]
     top = transcript.report.hypotheses[0].description if transcript.report and transcript.report.hypotheses else None
+    if status == "completed" and judge.error:  # no verdict is not a clean verdict: a failure
+        status, error = "failed", f"judge: {judge.error}"
     return AuditRow(
         case_id=case.case_id,
         run_id=run_id,
@@ -209,43 +231,73 @@ async def run_eval(
     on_row: RowCallback | None = None,
     on_start: Callable[[int, int], None] | None = None,
 ) -> EvalResults:
-    """Run (or resume) `suite` with `auditor` into `out`; returns what results.json holds."""
+    """Run (or resume) `suite` with `auditor` into `out`; returns what results.json holds.
+
+    One audit's unexpected error becomes that audit's failed row (the traceback goes
+    to the log); the others go on. Throughput and CPU seconds are measured over the
+    audits this session ran, so a resumed eval does not claim the earlier sessions'.
+    """
     judge_spec = resolve_judge_spec(judge or suite.judge)
     cases = expand(suite, repeats)
     out = out.resolve()
     eval_id = open_eval_dir(out, suite, auditor, judge_spec, repeats, resume)
-    prices = prices or load_prices()
+    with _exclusive(out):
+        return await _run_cases(
+            suite, cases, eval_id, auditor=auditor, judge=judge_spec, out=out, store=store, secrets=secrets,
+            concurrency=concurrency, repeats=repeats, prices=prices or load_prices(), on_row=on_row, on_start=on_start,
+        )
+
+
+async def _run_cases(
+    suite: Suite,
+    cases: list[EvalCase],
+    eval_id: str,
+    *,
+    auditor: str,
+    judge: str,
+    out: Path,
+    store: Store,
+    secrets: SecretRegistry,
+    concurrency: int,
+    repeats: int | None,
+    prices: PriceTable,
+    on_row: RowCallback | None,
+    on_start: Callable[[int, int], None] | None,
+) -> EvalResults:
     finished = {k: r for k, r in read_finished(out).items() if r.status == "completed"}
-    log = _RowLog(out / "audits.jsonl")
+    row_log = _RowLog(out / "audits.jsonl", secrets.redact)
     started_at, start, cpu_start = _now(), time.perf_counter(), time.process_time()
     rows: dict[str, AuditRow] = dict(finished)
     pending = [c for c in cases if c.case_id not in finished]
     if on_start:
         on_start(len(finished), len(cases))
-    models = _SharedModels(auditor, judge_spec, secrets)
+    models = _SharedModels(auditor, judge, secrets)
     auditor_label = _label(auditor)
     limit = asyncio.Semaphore(concurrency)
-    checkpoints: list[Any] = []  # one saver for every audit of the eval
 
-    async def one(case: EvalCase) -> None:
+    async def one(case: EvalCase, saver: Any) -> None:
         run_id = f"{eval_id}-{case.case_id}"
         async with limit:
             began = time.perf_counter()
-            row = await _audit_case(case, run_id, suite, auditor, judge_spec, store, secrets, models, out, checkpoints[0])
-            judged_row = make_row(
-                case, run_id, row[0], row[1], row[2], status=row[3], error=row[4],
-                wall_s=row[5] if row[5] is not None else time.perf_counter() - began,
-                auditor_label=auditor_label, prices=prices,
-            )
-        log.append(judged_row)
-        rows[case.case_id] = judged_row
+            try:
+                played = await _audit_case(case, run_id, suite, auditor, judge, store, secrets, models, out, saver)
+                row = make_row(
+                    case, run_id, *played[:3], status=played[3], error=played[4],
+                    wall_s=played[5] if played[5] is not None else time.perf_counter() - began,
+                    auditor_label=auditor_label, prices=prices,
+                )
+            except Exception as exc:  # noqa: BLE001 - one audit's bug must not end the eval
+                log.exception("eval %s: case %s failed", eval_id, case.case_id)
+                row = _failed_row(case, run_id, f"{type(exc).__name__}: {exc}", time.perf_counter() - began)
+        row_log.append(row)
+        rows[case.case_id] = row
         if on_row:
-            on_row(judged_row, len(rows), len(cases))
+            on_row(row, len(rows), len(cases))
 
     try:
-        async with open_checkpointer(checkpoint_path(store, out)) as saver:
-            checkpoints.append(saver)
-            await asyncio.gather(*(one(case) for case in pending))
+        # Beside the audits' own out_dir (DIR/runs), where `audit run --resume RUN` looks too.
+        async with open_checkpointer(checkpoint_path(store, out / "runs")) as saver:
+            await asyncio.gather(*(one(case, saver) for case in pending))
     finally:
         await models.close()
     wall_s = time.perf_counter() - start
@@ -254,20 +306,33 @@ async def run_eval(
         eval_id=eval_id,
         suite=suite.model_dump(mode="json"),
         auditor=auditor,
-        judge=judge_spec,
+        judge=judge,
         repeats=repeats,
         started_at=started_at,
         finished_at=_now(),
         wall_s=round(wall_s, 3),
         command=" ".join(shlex.quote(a) for a in ["audit", *sys.argv[1:]]) if sys.argv else "",
         rows=ordered,
-        aggregates=aggregate(ordered, wall_s=wall_s, cpu_s=time.process_time() - cpu_start),
+        aggregates=aggregate(
+            ordered, wall_s=wall_s, cpu_s=time.process_time() - cpu_start, audits_run=len(pending)
+        ),
     )
-    _write_atomic(out / "results.json", secrets.redact(results.model_dump_json(indent=2)))
+    text = secrets.redact(results.model_dump_json(indent=2))
+    _write_atomic(out / "results.json", text)
     from evals.report import write_reports  # matplotlib: only once there is something to plot
 
-    write_reports(results, out)
+    write_reports(EvalResults.model_validate_json(text), out)  # the reports get the redacted text too
     return results
+
+
+def _failed_row(case: EvalCase, run_id: str, error: str, wall_s: float) -> AuditRow:
+    organism = case.target.organism
+    return AuditRow(
+        case_id=case.case_id, run_id=run_id, quirk=case.quirk, split=case.split,
+        difficulty=organism.difficulty if organism else "n/a",
+        base_responder=organism.base_responder if organism else "n/a",
+        repeat=case.repeat, sample_seed=case.sample_seed, status="failed", error=error, wall_s=round(wall_s, 3),
+    )
 
 
 async def _audit_case(
@@ -285,12 +350,20 @@ async def _audit_case(
     """Run, continue or read back one case: (transcript, verdict, reward, status, error, wall_s)."""
     stored = _completed_in_store(store, run_id)
     if stored is not None and stored["status"] == "completed":
-        latest = store.judge_results_for(run_id)[-1]["result"]
         transcript = Transcript.from_events(run_id, store.read_events(run_id))
         wall = float(stored["updated_at"] - stored["created_at"])
-        return (transcript, JudgeResult.model_validate(latest["judge"]),
-                RewardResult.model_validate(latest["reward"]), "completed", None, wall)
+        ours = [r["result"] for r in store.judge_results_for(run_id) if r["judge_name"] == models.judge.name]
+        verdict = ours[-1] if ours else None
+        if verdict is None or verdict["judge"].get("error"):  # never judged by this eval's judge, or it failed
+            graded, reward = await grade(models.judge, suite.reward, case.target, transcript)
+            store.add_judge_result(run_id, models.judge.name, {"judge": graded.model_dump(), "reward": reward.model_dump()})
+            return transcript, graded, reward, "completed", None, wall
+        return (transcript, JudgeResult.model_validate(verdict["judge"]),
+                RewardResult.model_validate(verdict["reward"]), "completed", None, wall)
     shared = models.for_case(case)
+    if stored is not None and len(store.read_events(run_id)) < INITIAL_EVENTS:
+        store.delete_unstarted_run(run_id)  # killed before its first events: start it again
+        stored = None
     if stored is not None:  # cut off by a kill, or failed: continue from its checkpoint
         judged: JudgedAudit = await resume_judged_audit(run_id, store, secrets, models=shared, checkpointer=checkpointer)
     else:

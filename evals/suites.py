@@ -70,7 +70,7 @@ class Suite(BaseModel):
     description: str = ""
     groups: list[SuiteGroup] = Field(min_length=1)
     repeats: int = Field(1, ge=1, le=1000, description="Default audits per quirk.")
-    seed: int = Field(0, description="Base sampling seed; each case adds its repeat index.")
+    seed: int = Field(0, ge=0, lt=1 << 20, description="Base sampling seed; repeat r of a quirk samples from its own stream.")
     max_turns: int = Field(30, ge=1)
     max_tokens: int | None = Field(None, ge=1)
     judge: str = Field("offline", description="Default judge spec (rewards/judges.py).")
@@ -121,7 +121,8 @@ def expand(suite: Suite, repeats: int | None = None) -> list[EvalCase]:
                         quirk=quirk_id,
                         split=get_quirk(quirk_id).split,
                         repeat=r,
-                        sample_seed=suite.seed + r,
+                        # 2**20 apart: per-call seeds (seed + step) of two repeats never meet
+                        sample_seed=(suite.seed << 24) + (r << 20),
                         target=target,
                     )
                 )

@@ -55,7 +55,10 @@ def _graph(checkpointer: Any) -> Any:
             _PLAIN_GRAPH.append(build_audit_graph(None))
         return _PLAIN_GRAPH[0]
     try:
-        return _GRAPHS.setdefault(checkpointer, build_audit_graph(checkpointer))
+        graph = _GRAPHS.get(checkpointer)
+        if graph is None:  # not setdefault: that would compile a graph on every call
+            graph = _GRAPHS[checkpointer] = build_audit_graph(checkpointer)
+        return graph
     except TypeError:  # not weak-referenceable
         return build_audit_graph(checkpointer)
 

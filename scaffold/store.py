@@ -223,6 +223,14 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(delete(events).where(events.c.run_id == run_id, events.c.seq >= keep))
 
+    def delete_unstarted_run(self, run_id: str) -> None:
+        """Remove a run that never got past its first events (killed while starting), so
+        that it can be started again under the same id."""
+        with self.engine.begin() as conn:
+            conn.execute(delete(events).where(events.c.run_id == run_id))
+            conn.execute(delete(judge_results).where(judge_results.c.run_id == run_id))
+            conn.execute(delete(runs).where(runs.c.run_id == run_id))
+
     # --- judge results --------------------------------------------------------
     def add_judge_result(self, run_id: str, judge_name: str, result: dict[str, Any]) -> None:
         """Store a judge's result; earlier results for the run are kept."""

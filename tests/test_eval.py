@@ -157,7 +157,7 @@ def test_suites_expand_to_stable_unique_cases_with_their_own_seeds() -> None:
     assert {c.split for c in cases} == {"train", "heldout", "control"}
     assert [c.case_id for c in expand(suite)] == [c.case_id for c in cases]
     flattery = [c for c in cases if c.quirk == "flattery"]
-    assert [c.sample_seed for c in flattery] == [0, 1, 2]
+    assert [c.sample_seed for c in flattery] == [0, 1 << 20, 2 << 20]
     assert len(expand(suite, repeats=1)) == 16
     with pytest.raises(SpecError, match="unknown quirk"):
         from evals.suites import Suite
@@ -181,3 +181,29 @@ def test_reports_render_when_nothing_was_detected(tmp_path: Path) -> None:
     write_reports(results, tmp_path)
     assert "0.0% (0/1" in (tmp_path / "report.md").read_text()
     assert len(list((tmp_path / "plots").glob("*.png"))) == 3
+
+
+def test_torn_log_lines_locks_and_failed_audits_are_handled(tmp_path: Path) -> None:
+    from evals.results import AuditRow, aggregate
+    from evals.runner import _exclusive, _RowLog, read_finished
+
+    def row(case: str, **fields) -> AuditRow:
+        base = dict(case_id=case, run_id=case, quirk="flattery", split="train", difficulty="easy",
+                    base_responder="fast", repeat=0, sample_seed=0, status="completed", identified=True)
+        return AuditRow(**{**base, **fields})
+
+    log = tmp_path / "audits.jsonl"
+    good = row("a", top_hypothesis="Flatters the user — «effusively»").model_dump_json()
+    log.write_bytes(good.encode() + b"\n" + good.encode()[:-7].replace(b'"a"', b'"b"'))  # b's line torn mid-write
+    assert set(read_finished(tmp_path)) == {"a"}
+    _RowLog(log, lambda t: t).append(row("c"))  # the torn line is ended first: c is a line of its own
+    assert set(read_finished(tmp_path)) == {"a", "c"}
+
+    # a failed audit never counts as a detection, even if its findings named the quirk
+    agg = aggregate([row("a"), row("x", status="failed", error="boom")], wall_s=1.0, cpu_s=1.0)
+    assert (agg.detection.k, agg.detection.n, agg.failed) == (1, 2, 1)
+
+    with _exclusive(tmp_path):
+        with pytest.raises(SpecError, match="another `audit eval` is running"):
+            with _exclusive(tmp_path):
+                pass

@@ -170,3 +170,27 @@ async def test_a_whole_audit_with_the_tiny_policy_gives_one_exact_row() -> None:
     assert row.rollout_id == result.run_id
     assert len(row.input_ids) == len(row.loss_mask) == len(row.logprobs)
     assert all(call.parse_error is None for m in result.transcript.auditor_messages for call in m.tool_calls)
+
+
+async def test_a_reply_cut_inside_a_tool_call_is_not_run() -> None:
+    """max_tokens mid-call: the lenient parser could close it, but the policy never finished it."""
+    from hf_fixtures import ScriptedLogits
+
+    model = tiny_chat()
+    text = '<tool_call>{"name": "send_message", "arguments": {"message": "Hel'
+    ids = packaged_tokenizer()(text, add_special_tokens=False)["input_ids"]
+    chat = tiny_chat(max_tokens=len(ids))
+    with ScriptedLogits(model.model, ids):
+        reply = await chat.generate([Message(role="user", content="go")], TOOLS, GenerateConfig(rollout_id="cut"))
+    assert reply.stop_reason == "max_tokens"
+    (call,) = reply.message.tool_calls
+    assert call.name == "send_message" and "cut off by max_tokens" in (call.parse_error or "")
+
+
+def test_constrained_masks_cover_a_padded_output_layer() -> None:
+    from scaffold.providers.constrained import VocabularyMasks
+
+    tokenizer = packaged_tokenizer()
+    masks = VocabularyMasks(tokenizer, {0, 1, 2}, logits_size=len(tokenizer) + 64)
+    assert masks.string_bias.shape[0] == len(tokenizer) + 64
+    assert torch.isinf(masks.string_bias[len(tokenizer):]).all()  # padding ids are never allowed

@@ -67,11 +67,13 @@ Program = Generator[Segment, int | None, None]
 class VocabularyMasks:
     """Per-tokenizer masks of the tokens allowed inside and at the end of a JSON string."""
 
-    def __init__(self, tokenizer: Any, special_ids: set[int]) -> None:
-        size = len(tokenizer)
+    def __init__(self, tokenizer: Any, special_ids: set[int], logits_size: int | None = None) -> None:
+        # Models often pad their output layer past the tokenizer (Qwen2.5: 151936 logits,
+        # 151665 tokens); the padding ids are never allowed.
+        size = max(len(tokenizer), logits_size or 0)
         body = torch.zeros(size, dtype=torch.bool)
         close = torch.zeros(size, dtype=torch.bool)
-        for i in range(size):
+        for i in range(len(tokenizer)):
             if i in special_ids:
                 continue
             text = tokenizer.decode([i])

@@ -192,7 +192,10 @@ class LocalChatModel:
         key = tools_key(tools)
         if key not in self._grammars:
             if self._masks is None:
-                self._masks = VocabularyMasks(self.tokenizer, self.stop_ids | set(self.tokenizer.all_special_ids))
+                head = self.model.get_output_embeddings()
+                width = getattr(head, "out_features", None) or getattr(self.model.config, "vocab_size", None)
+                specials = self.stop_ids | set(self.tokenizer.all_special_ids)
+                self._masks = VocabularyMasks(self.tokenizer, specials, logits_size=width)
             stop = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
             stop_id = stop if stop in self.stop_ids else min(self.stop_ids)
             self._grammars[key] = ToolCallGrammar(self.tokenizer, tools, stop_id=stop_id, masks=self._masks)

@@ -64,7 +64,7 @@ class _Session:
     keys: tuple[Hashable, ...]  # the messages of the last call, then its reply
     tools: Hashable
     ids: tuple[int, ...]  # its prompt ids + completion ids
-    stopped: bool  # the completion ended with an end-of-turn token
+    stop_text: str | None  # the decoded end-of-turn token the completion ended with, if any
 
 
 @dataclass(frozen=True)
@@ -171,11 +171,9 @@ class PromptBuilder:
         closing = self.assistant_closing()
         if not (after.startswith(before) and before.endswith(closing)):
             return None  # a template that rewrites earlier turns (e.g. strips old reasoning)
-        if session.stopped:
-            sampled_stop = next((s for s in stop_texts if s and closing.startswith(s)), None)
-            if sampled_stop is None:
-                return None
-            closing = closing[len(sampled_stop) :]
+        if session.stop_text and closing.startswith(session.stop_text):
+            closing = closing[len(session.stop_text) :]  # the policy already wrote it
+        # Cut by max_tokens, or stopped on another eos (`<|endoftext|>`): the whole closing follows.
         return closing + after[len(before) :]
 
     def remember(
@@ -192,7 +190,8 @@ class PromptBuilder:
         if not rollout_id:
             return
         keys = tuple(message_key(m) for m in messages) + (message_key(reply),)
-        self._sessions[rollout_id] = _Session(keys, tools_key(tools), tuple(ids), stopped)
+        stop_text = self.tokenizer.decode([ids[-1]]) if stopped and ids else None
+        self._sessions[rollout_id] = _Session(keys, tools_key(tools), tuple(ids), stop_text)
         self._sessions.move_to_end(rollout_id)
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem(last=False)
@@ -226,7 +225,14 @@ def token_response(
     role = "user" if config.sample_as == "user" else "assistant"
     calls: list[ToolCall] = []
     if tools and role == "assistant":
+        raw = text
         text, calls = text_tools.parse_tool_calls(text, offset=text_tools.count_tool_calls(messages))
+        if calls and not stopped and raw.rfind(text_tools.TOOL_CALL_OPEN) > raw.rfind(text_tools.TOOL_CALL_CLOSE):
+            # Cut off inside its last call: the lenient parser would close it, but the
+            # policy never finished those arguments, so the environment must not run them.
+            calls[-1] = calls[-1].model_copy(
+                update={"parse_error": "the reply was cut off by max_tokens inside this call; it was not run"}
+            )
     message = Message(role=role, content=text, tool_calls=calls)
     if role == "assistant":
         builder.remember(config.rollout_id, messages, tools, message, prompt_ids + completion_ids, stopped=stopped)
@@ -235,7 +241,9 @@ def token_response(
         usage=Usage(input_tokens=len(prompt_ids), output_tokens=len(completion_ids)),
         latency_s=latency_s,
         model=name,
-        stop_reason="tool_use" if calls else ("end_turn" if stopped else "max_tokens"),
+        stop_reason="max_tokens" if not stopped and (not calls or calls[-1].parse_error) else (
+            "tool_use" if calls else "end_turn"
+        ),
         tokens=TokenRecord(
             prompt_ids=prompt_ids,
             completion_ids=completion_ids,

@@ -124,11 +124,11 @@ class VllmPolicy:
         if config.seed is not None:
             request["seed"] = config.seed
 
-        async def attempt() -> tuple[list[int], list[float]]:
+        async def attempt() -> tuple[list[int], list[float], bool]:
             raw = await sdk_call(lambda: self.client.completions.create(**request), openai)
             return _sampled(raw)
 
-        ids, logprobs = await self.runtime.call(attempt)
+        ids, logprobs, finished = await self.runtime.call(attempt)
         response = token_response(
             self.prompts,
             name=self.name,
@@ -139,7 +139,8 @@ class VllmPolicy:
             completion_ids=ids,
             logprobs=logprobs,
             mask=None,
-            stopped=bool(ids) and ids[-1] in self.stop_ids,
+            # The server also stops on its generation_config eos, which the tokenizer may not name.
+            stopped=finished or (bool(ids) and ids[-1] in self.stop_ids),
             policy_version=self.policy_version,
             latency_s=time.monotonic() - started,
         )
@@ -166,8 +167,9 @@ class VllmPolicy:
         await self.client.close()
 
 
-def _sampled(raw: Any) -> tuple[list[int], list[float]]:
-    """(sampled ids, their logprobs) from a completions response; CallFailure if malformed."""
+def _sampled(raw: Any) -> tuple[list[int], list[float], bool]:
+    """(sampled ids, their logprobs, stopped on an end token) from a completions response;
+    CallFailure if malformed."""
     choices = getattr(raw, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise CallFailure("malformed response", retryable=True, detail="the reply has no choices")
@@ -180,7 +182,8 @@ def _sampled(raw: Any) -> tuple[list[int], list[float]]:
         )
     if not isinstance(logprobs, list) or len(logprobs) != len(ids):
         raise CallFailure("malformed response", retryable=False, detail="logprobs missing or not one per token")
-    return ids, [float(lp) for lp in logprobs]
+    stopped = getattr(choice, "finish_reason", None) == "stop" and getattr(choice, "stop_reason", None) is None
+    return ids, [float(lp) for lp in logprobs], stopped
 
 
 def _tokenizer(spec: ModelSpec, options: VllmOptions) -> Any:
