@@ -8,7 +8,6 @@ so it can be resumed. Tracebacks go to a log file, never to the terminal.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 from pathlib import Path

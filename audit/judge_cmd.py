@@ -25,7 +25,7 @@ def _fail(console: Console, message: str) -> None:
 
 
 async def _rescore(run_id: str, judge_spec: str, store: Store, secrets: SecretRegistry) -> dict[str, Any]:
-    from evals.audit_job import AuditJob, check_job, grade
+    from evals.audit_job import AuditJob, check_job, grade_and_store
     from rewards.judges import build_judge
     from scaffold.model import close_model
     from scaffold.transcript import Transcript
@@ -35,12 +35,10 @@ async def _rescore(run_id: str, judge_spec: str, store: Store, secrets: SecretRe
     judge = build_judge(judge_spec, secrets)
     transcript = Transcript.from_events(run_id, store.read_events(run_id))
     try:
-        result, reward = await grade(judge, job.reward, target, transcript)
+        result, reward = await grade_and_store(judge, job.reward, target, transcript, store)
     finally:
         await close_model(getattr(judge, "model", None))
-    record = {"judge": result.model_dump(), "reward": reward.model_dump()}
-    store.add_judge_result(run_id, judge.name, record)
-    return record
+    return {"judge": result.model_dump(), "reward": reward.model_dump()}
 
 
 def _print_rescore(console: Console, run_id: str, record: dict[str, Any]) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import sys
 import tempfile
 import time
@@ -34,21 +33,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evals.audit_job import AuditJob, run_judged_audit  # noqa: E402
+from evals.metrics import wilson  # noqa: E402
 from scaffold.secrets import SecretRegistry  # noqa: E402
 from scaffold.store import Store  # noqa: E402
 from targets.quirks import quirks_in_split  # noqa: E402
 from targets.spec import load_target_spec  # noqa: E402
-
-
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95% Wilson score interval of a binomial proportion."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def write_target(work: Path, quirk_id: str, seed: int, difficulty: str | None) -> Path:

@@ -115,6 +115,15 @@ async def grade(
     return result, REWARDS[reward_name](result, transcript, None)
 
 
+async def grade_and_store(
+    judge: Judge, reward_name: str, target: TargetSpec, transcript: Transcript, store: Store
+) -> tuple[JudgeResult, RewardResult]:
+    """Grade a transcript and add the verdict to its run in the store (earlier ones are kept)."""
+    result, reward = await grade(judge, reward_name, target, transcript)
+    store.add_judge_result(transcript.run_id, judge.name, {"judge": result.model_dump(), "reward": reward.model_dump()})
+    return result, reward
+
+
 def _write_json(path: Path, data: dict[str, Any], secrets: SecretRegistry) -> None:
     # Atomic: a crash mid-write never leaves a truncated report behind.
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,10 +173,7 @@ async def _finish(
     out: Path,
     start: float,
 ) -> JudgedAudit:
-    judge_result, reward = await grade(judge, job.reward, target, result.transcript)
-    store.add_judge_result(
-        result.run_id, judge.name, {"judge": judge_result.model_dump(), "reward": reward.model_dump()}
-    )
+    judge_result, reward = await grade_and_store(judge, job.reward, target, result.transcript, store)
     judged = JudgedAudit(job, result, target, judge_result, reward, time.perf_counter() - start, out / result.run_id)
     _write_json(judged.out_dir / "transcript.json", result.transcript.to_dict(), secrets)
     _write_json(judged.out_dir / "report.json", build_report(judged), secrets)

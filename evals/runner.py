@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from auditor.build import build_auditor
-from evals.audit_job import AuditJob, AuditModels, JudgedAudit, grade, resume_judged_audit, run_judged_audit
+from evals.audit_job import AuditJob, AuditModels, JudgedAudit, grade_and_store, resume_judged_audit, run_judged_audit
 from evals.prices import PriceTable, load_prices
 from evals.results import AuditRow, EvalResults, aggregate
 from evals.suites import EvalCase, Suite, expand
@@ -140,6 +140,21 @@ def _label(spec: str) -> str | None:
         return None
 
 
+def _case_fields(case: EvalCase, run_id: str) -> dict[str, Any]:
+    """The fields of an audit's row that come from its case, whatever the audit's outcome."""
+    organism = case.target.organism
+    return {
+        "case_id": case.case_id,
+        "run_id": run_id,
+        "quirk": case.quirk,
+        "split": case.split,
+        "difficulty": organism.difficulty if organism else "n/a",
+        "base_responder": organism.base_responder if organism else "n/a",
+        "repeat": case.repeat,
+        "sample_seed": case.sample_seed,
+    }
+
+
 def make_row(
     case: EvalCase,
     run_id: str,
@@ -164,14 +179,7 @@ def make_row(
     if status == "completed" and judge.error:  # no verdict is not a clean verdict: a failure
         status, error = "failed", f"judge: {judge.error}"
     return AuditRow(
-        case_id=case.case_id,
-        run_id=run_id,
-        quirk=case.quirk,
-        split=case.split,
-        difficulty=case.target.organism.difficulty if case.target.organism else "n/a",
-        base_responder=case.target.organism.base_responder if case.target.organism else "n/a",
-        repeat=case.repeat,
-        sample_seed=case.sample_seed,
+        **_case_fields(case, run_id),
         status=status,
         error=error,
         identified=judge.identified,
@@ -208,7 +216,8 @@ class _SharedModels:
             await close_model(model)
 
 
-def _completed_in_store(store: Store, run_id: str) -> dict[str, Any] | None:
+def _stored_run(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The run's row in the store, whatever its status, or None if it was never started."""
     try:
         row = store.get_run(run_id)
     except StoreError:
@@ -326,13 +335,7 @@ async def _run_cases(
 
 
 def _failed_row(case: EvalCase, run_id: str, error: str, wall_s: float) -> AuditRow:
-    organism = case.target.organism
-    return AuditRow(
-        case_id=case.case_id, run_id=run_id, quirk=case.quirk, split=case.split,
-        difficulty=organism.difficulty if organism else "n/a",
-        base_responder=organism.base_responder if organism else "n/a",
-        repeat=case.repeat, sample_seed=case.sample_seed, status="failed", error=error, wall_s=round(wall_s, 3),
-    )
+    return AuditRow(**_case_fields(case, run_id), status="failed", error=error, wall_s=round(wall_s, 3))
 
 
 async def _audit_case(
@@ -348,15 +351,14 @@ async def _audit_case(
     checkpointer: Any,
 ) -> tuple[Transcript, JudgeResult, RewardResult, str, str | None, float | None]:
     """Run, continue or read back one case: (transcript, verdict, reward, status, error, wall_s)."""
-    stored = _completed_in_store(store, run_id)
+    stored = _stored_run(store, run_id)
     if stored is not None and stored["status"] == "completed":
         transcript = Transcript.from_events(run_id, store.read_events(run_id))
         wall = float(stored["updated_at"] - stored["created_at"])
         ours = [r["result"] for r in store.judge_results_for(run_id) if r["judge_name"] == models.judge.name]
         verdict = ours[-1] if ours else None
         if verdict is None or verdict["judge"].get("error"):  # never judged by this eval's judge, or it failed
-            graded, reward = await grade(models.judge, suite.reward, case.target, transcript)
-            store.add_judge_result(run_id, models.judge.name, {"judge": graded.model_dump(), "reward": reward.model_dump()})
+            graded, reward = await grade_and_store(models.judge, suite.reward, case.target, transcript, store)
             return transcript, graded, reward, "completed", None, wall
         return (transcript, JudgeResult.model_validate(verdict["judge"]),
                 RewardResult.model_validate(verdict["reward"]), "completed", None, wall)

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from evals.audit_job import AuditJob, check_job, grade, run_judged_audit
+from evals.audit_job import AuditJob, check_job, grade_and_store, run_judged_audit
 from rewards.judges import LLMJudge
 from rewards.rubric import RUBRIC
 from scaffold.messages import GenerateConfig, Message, ToolDefinition
@@ -69,7 +69,5 @@ async def add_rubric_verdict(store: Store, run_id: str, quotes: Sequence[str] | 
     quotes = list(quotes) if quotes is not None else quotable_replies(transcript)
     judge = scripted_rubric_judge({"sycophancy": 8, "concerning": 3}, {"sycophancy": quotes, "concerning": quotes[:1]})
     job = AuditJob.model_validate(row["config"])
-    result, reward = await grade(judge, job.reward, check_job(job), transcript)
-    record = {"judge": result.model_dump(), "reward": reward.model_dump()}
-    store.add_judge_result(run_id, judge.name, record)
-    return record
+    result, reward = await grade_and_store(judge, job.reward, check_job(job), transcript, store)
+    return {"judge": result.model_dump(), "reward": reward.model_dump()}

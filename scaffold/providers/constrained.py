@@ -223,7 +223,7 @@ class GrammarState:
         seg = self.segment
         if isinstance(seg, FreeString):
             self.string_tokens += 1
-            if self.grammar.masks.close[token] or token == self.grammar.encode('"')[0]:
+            if self.grammar.masks.close[token]:  # `"` itself is a closing token
                 self.advance_segment(None)
             return
         self.written.append(token)

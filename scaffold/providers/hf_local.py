@@ -134,7 +134,6 @@ class LocalChatModel:
         self.stop_ids = _stop_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids)
-        self.stop_texts = [tokenizer.decode([i]) for i in sorted(self.stop_ids)]
         # transformers 5.x renamed `past_key_values` to `cache` (argument and output field).
         self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         self.context_length = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
@@ -210,7 +209,7 @@ class LocalChatModel:
         """Answer the conversation (or write the user's turn); see the module docstring."""
         config = config or GenerateConfig()
         started = time.perf_counter()
-        prompt_ids = self.prompts.build(messages, tools, config, stop_texts=self.stop_texts).ids
+        prompt_ids = self.prompts.build(messages, tools, config).ids
         room = self.context_length - len(prompt_ids)
         if room < 1:
             n, limit = len(prompt_ids), self.context_length

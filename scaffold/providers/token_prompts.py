@@ -136,18 +136,12 @@ class PromptBuilder:
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition] = (),
         config: GenerateConfig | None = None,
-        *,
-        stop_texts: Sequence[str] = (),
     ) -> BuiltPrompt:
-        """The prompt ids for this call: an exact extension of the rollout's last turn when possible.
-
-        `stop_texts` are the decoded end-of-turn tokens, so that a closing the policy
-        already sampled is not written twice.
-        """
+        """The prompt ids for this call: an exact extension of the rollout's last turn when possible."""
         config = config or GenerateConfig()
         session = self._sessions.get(config.rollout_id) if config.rollout_id else None
         if session is not None and config.sample_as == "assistant":
-            suffix = self._environment_text(session, messages, tools, stop_texts)
+            suffix = self._environment_text(session, messages, tools)
             if suffix is not None:
                 return BuiltPrompt(list(session.ids) + self.encode(suffix), extended=True)
         return BuiltPrompt(self.encode(self.render(messages, tools, config)), extended=False)
@@ -157,7 +151,6 @@ class PromptBuilder:
         session: _Session,
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition],
-        stop_texts: Sequence[str],
     ) -> str | None:
         n = len(session.keys)
         if len(messages) <= n or session.tools != tools_key(tools):

@@ -77,7 +77,6 @@ class VllmPolicy:
         self.tokenizer = tokenizer
         self.prompts = PromptBuilder(tokenizer, tool_role=options.tool_role)
         self.stop_ids = end_of_turn_ids(tokenizer)
-        self.stop_texts = [tokenizer.decode([i]) for i in sorted(self.stop_ids)]
         self.policy_version = options.policy_version or spec.model
 
     @property
@@ -112,7 +111,7 @@ class VllmPolicy:
         """One sampled turn through the server; see the module docstring."""
         config = config or GenerateConfig()
         started = time.monotonic()
-        prompt_ids = self.prompts.build(messages, tools, config, stop_texts=self.stop_texts).ids
+        prompt_ids = self.prompts.build(messages, tools, config).ids
         request: dict[str, Any] = {
             "model": self.spec.model,
             "prompt": prompt_ids,
