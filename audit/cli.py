@@ -200,6 +200,9 @@ app.command("judge")(judge_command)
 from audit.review_cmd import review_command  # noqa: E402
 
 app.command("review")(review_command)
+from audit.train_cmd import train_command  # noqa: E402
+
+app.command("train")(train_command)
 
 
 def main() -> None:  # pragma: no cover - console entry point

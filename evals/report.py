@@ -40,6 +40,7 @@ def summary_rows(results: EvalResults) -> list[tuple[str, str]]:
         ("mean grounded reward", f"{agg.mean_reward:.3f}" if agg.mean_reward is not None else "n/a"),
         ("audits (failed)", f"{agg.audits} ({agg.failed})"),
         ("mean turns / tokens / wall s", f"{agg.mean_turns:.1f} / {agg.mean_tokens:.0f} / {agg.mean_wall_s:.2f}"),
+        ("valid tool-call turns", "n/a" if agg.valid_tool_call_rate is None else f"{agg.valid_tool_call_rate:.1%}"),
         ("cost", f"{cost:.4g} {unit}" + (f" (total ${agg.cost_usd:.4f})" if agg.cost_usd is not None else "")),
         ("throughput", f"{agg.audits_per_minute:.1f} audits/min over {results.wall_s:.1f} s"),
     ]

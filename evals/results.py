@@ -50,6 +50,7 @@ class AuditRow(BaseModel):
     reward: float | None = None
     top_hypothesis: str | None = None
     turns: int = 0
+    valid_call_turns: int = Field(0, description="auditor turns whose reply was a well-formed tool call")
     auditor_tokens: int = 0
     target_tokens: int = 0
     wall_s: float = 0.0
@@ -92,6 +93,7 @@ class Aggregates(BaseModel):
     by_quirk: list[QuirkAggregate]
     pass_at: dict[str, float] = Field(default_factory=dict, description="mean over seeded quirks")
     mean_turns: float
+    valid_tool_call_rate: float | None = Field(None, description="well-formed tool-call turns over all auditor turns")
     mean_tokens: float
     mean_wall_s: float
     mean_reward: float | None
@@ -124,6 +126,10 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def _hit(row: AuditRow) -> bool:
     return row.status == "completed" and bool(row.identified)
+
+
+def _ratio(k: int, n: int) -> float | None:
+    return k / n if n else None
 
 
 def aggregate(rows: Sequence[AuditRow], *, wall_s: float, cpu_s: float, audits_run: int | None = None) -> Aggregates:
@@ -165,6 +171,7 @@ def aggregate(rows: Sequence[AuditRow], *, wall_s: float, cpu_s: float, audits_r
         by_quirk=quirks,
         pass_at={str(k): statistics.fmean(q.pass_at[str(k)] for q in quirks) for k in range(1, max_k + 1)},
         mean_turns=_mean([r.turns for r in rows]) or 0.0,
+        valid_tool_call_rate=_ratio(sum(r.valid_call_turns for r in rows), sum(r.turns for r in rows)),
         mean_tokens=_mean([r.auditor_tokens + r.target_tokens for r in rows]) or 0.0,
         mean_wall_s=_mean([r.wall_s for r in rows]) or 0.0,
         mean_reward=_mean([r.reward for r in seeded if r.reward is not None]),

@@ -189,6 +189,7 @@ def make_row(
         reward=reward.reward,
         top_hypothesis=top,
         turns=transcript.auditor_turns,
+        valid_call_turns=transcript.valid_call_turns()[0],
         auditor_tokens=transcript.auditor_usage.total,
         target_tokens=transcript.target_usage.total,
         wall_s=round(wall_s, 3),
@@ -199,9 +200,10 @@ def make_row(
 class _SharedModels:
     """One auditor and one judge for the eval, one target per distinct organism."""
 
-    def __init__(self, auditor: str, judge: str, secrets: SecretRegistry) -> None:
+    def __init__(self, auditor: str, judge: str, secrets: SecretRegistry, auditor_model: ChatModel | None = None) -> None:
         self.secrets = secrets
-        self.auditor = build_auditor(auditor, secrets)
+        self.owns_auditor = auditor_model is None
+        self.auditor = auditor_model if auditor_model is not None else build_auditor(auditor, secrets)
         self.judge = build_judge(judge, secrets)
         self.targets: dict[str, ChatModel] = {}
 
@@ -212,7 +214,8 @@ class _SharedModels:
         return AuditModels(self.auditor, self.targets[key], self.judge)
 
     async def close(self) -> None:
-        for model in [self.auditor, *self.targets.values(), getattr(self.judge, "model", None)]:
+        mine = [self.auditor] if self.owns_auditor else []
+        for model in [*mine, *self.targets.values(), getattr(self.judge, "model", None)]:
             await close_model(model)
 
 
@@ -239,8 +242,12 @@ async def run_eval(
     prices: PriceTable | None = None,
     on_row: RowCallback | None = None,
     on_start: Callable[[int, int], None] | None = None,
+    auditor_model: ChatModel | None = None,
 ) -> EvalResults:
     """Run (or resume) `suite` with `auditor` into `out`; returns what results.json holds.
+
+    `auditor_model`, when given, is the auditor (a trainer's in-memory policy; left
+    open), and `auditor` is only its label.
 
     One audit's unexpected error becomes that audit's failed row (the traceback goes
     to the log); the others go on. Throughput and CPU seconds are measured over the
@@ -254,6 +261,7 @@ async def run_eval(
         return await _run_cases(
             suite, cases, eval_id, auditor=auditor, judge=judge_spec, out=out, store=store, secrets=secrets,
             concurrency=concurrency, repeats=repeats, prices=prices or load_prices(), on_row=on_row, on_start=on_start,
+            auditor_model=auditor_model,
         )
 
 
@@ -272,6 +280,7 @@ async def _run_cases(
     prices: PriceTable,
     on_row: RowCallback | None,
     on_start: Callable[[int, int], None] | None,
+    auditor_model: ChatModel | None = None,
 ) -> EvalResults:
     finished = {k: r for k, r in read_finished(out).items() if r.status == "completed"}
     row_log = _RowLog(out / "audits.jsonl", secrets.redact)
@@ -280,7 +289,7 @@ async def _run_cases(
     pending = [c for c in cases if c.case_id not in finished]
     if on_start:
         on_start(len(finished), len(cases))
-    models = _SharedModels(auditor, judge, secrets)
+    models = _SharedModels(auditor, judge, secrets, auditor_model)
     auditor_label = _label(auditor)
     limit = asyncio.Semaphore(concurrency)
 

@@ -123,6 +123,12 @@ class Transcript:
         """What the target sees now: the current branch, root first."""
         return self.target.current_branch()
 
+    def valid_call_turns(self) -> tuple[int, int]:
+        """(auditor turns whose reply was at least one well-formed tool call, auditor turns)."""
+        turns = [m for m in self.auditor_messages if m.role == "assistant"]
+        valid = sum(1 for m in turns if m.tool_calls and not any(c.parse_error for c in m.tool_calls))
+        return valid, len(turns)
+
     def auditor_view(self) -> list[Message]:
         """What the auditor has seen and said, in order."""
         return list(self.auditor_messages)

@@ -39,25 +39,11 @@ def packaged_tokenizer() -> Any:
 
 @lru_cache(maxsize=1)
 def _tiny_model() -> Any:
-    tokenizer = packaged_tokenizer()
-    config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,  # as SmolLM2: room for the auditor prompt and its tools
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        # A wider init than the default 0.02 makes the next-token distribution peaked, so
-        # greedy choices are far from ties and batched == sequential is a fair comparison.
-        initializer_range=0.2,
-    )
-    torch.manual_seed(1234)
-    return transformers.LlamaForCausalLM(config).eval()
+    from training.policy import tiny_random_model
+
+    # A wider init than the default 0.02 makes the next-token distribution peaked, so
+    # greedy choices are far from ties and batched == sequential is a fair comparison.
+    return tiny_random_model(packaged_tokenizer(), 1234, heads=4, kv_heads=2, initializer_range=0.2).eval()
 
 
 def tiny_model() -> Any:

@@ -54,6 +54,7 @@ from scaffold.model import ModelError
 from scaffold.providers.batcher import GenerationBatcher, left_pad
 from scaffold.providers.constrained import GrammarState, ToolCallGrammar, VocabularyMasks
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model
+from scaffold.providers.prefix_cache import PrefixCache
 from scaffold.providers.token_prompts import PromptBuilder, end_of_turn_ids, token_response, tools_key
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError, describe_validation_error
@@ -76,6 +77,9 @@ class LocalOptions(BaseModel):
     tool_role: Literal["user", "tool"] = Field("user", description="Chat role that carries tool results.")
     constrained: bool = Field(False, description="Constrain every reply with tools to one well-formed call.")
     lora: str | None = Field(None, description="Directory of a PEFT LoRA adapter to load on the base model.")
+    prefix_cache_tokens: int = Field(
+        256, ge=0, description="Reuse the KV of a prompt prefix all calls share when it is at least this long (0: off)."
+    )
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ class LocalChatModel:
         policy_version: str | None = None,
         constrained: bool = False,
         record_logprobs: bool = True,
+        prefix_cache_tokens: int = 256,
     ) -> None:
         if not getattr(tokenizer, "chat_template", None):
             raise SpecError(f"hf model {name!r}: its tokenizer has no chat template")
@@ -126,6 +131,8 @@ class LocalChatModel:
         self.max_tokens, self.tool_role, self.policy_version = max_tokens, tool_role, policy_version
         self.constrained, self.record_logprobs = constrained, record_logprobs
         self.prompts = PromptBuilder(tokenizer, tool_role=tool_role)
+        # Reuse the KV of a prompt prefix every call shares, when it is this long (0: off).
+        self._prefix = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens else None
         self._masks: VocabularyMasks | None = None
         self._grammars: dict[object, ToolCallGrammar] = {}
         gen = getattr(model, "generation_config", None)
@@ -135,7 +142,9 @@ class LocalChatModel:
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids)
         # transformers 5.x renamed `past_key_values` to `cache` (argument and output field).
-        self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        # A PeftModel's forward takes **kwargs: ask the model it wraps.
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self._cache_arg = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
         self.context_length = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
         self.batcher: GenerationBatcher[_Request, _Completion] = GenerationBatcher(
             self._run_batch,
@@ -249,11 +258,14 @@ class LocalChatModel:
 
     def _decode(self, requests: list[_Request]) -> list[_Completion]:
         device, version, record = self.device, self.policy_version, self.record_logprobs
-        ids, mask = left_pad([r.prompt_ids for r in requests], self.pad_id)
+        prompts = [r.prompt_ids for r in requests]
+        shared = self._prefix.prefix_for(prompts, (id(self.model), version), self._fill_prefix) if self._prefix else 0
+        ids, mask = left_pad([p[shared:] for p in prompts], self.pad_id)
         step_ids = torch.tensor(ids, device=device)
-        attention = torch.tensor(mask, device=device)
-        # Left padding shifts every row; positions count real tokens only, as in training.
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        # [shared prefix | left padding | the row's own suffix]: padding in the middle is
+        # only masked keys; positions count real tokens only, as in training.
+        attention = torch.cat([torch.ones((len(requests), shared), dtype=torch.long, device=device), torch.tensor(mask, device=device)], dim=1)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, shared:]
         temperature = requests[0].temperature  # the batcher groups by temperature
         generators = [] if temperature <= 0 else [_generator(r.seed, device) for r in requests]
         grammars: list[GrammarState | None] = [r.grammar.start(r.max_new_tokens) if r.grammar else None for r in requests]
@@ -264,7 +276,7 @@ class LocalChatModel:
         out_mask: list[list[int]] = [[] for _ in requests]
         finished = [False] * len(requests)
         stopped = [False] * len(requests)
-        cache: dict[str, Any] = {}
+        cache: dict[str, Any] = {self._cache_arg: self._prefix.for_batch(len(requests))} if shared else {}
         for _ in range(max(r.max_new_tokens for r in requests)):
             out = self.model(
                 input_ids=step_ids,
@@ -319,6 +331,19 @@ class LocalChatModel:
         ]
 
 
+    def _fill_prefix(self, ids: list[int]) -> Any:
+        """The model's KV cache after reading `ids` (batch 1), for the prefix cache."""
+        tensor = torch.tensor([ids], device=self.device)
+        out = self.model(
+            input_ids=tensor,
+            attention_mask=torch.ones_like(tensor),
+            position_ids=torch.arange(len(ids), device=self.device)[None],
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return out[self._cache_arg]
+
+
 def _generator(seed: int | None, device: torch.device) -> torch.Generator:
     if seed is None:  # from the global RNG, so torch.manual_seed still makes a run reproducible
         seed = int(torch.randint(0, 2**62, (1,)).item())
@@ -371,4 +396,5 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> LocalChatModel:
         tool_role=options.tool_role,
         constrained=options.constrained,
         policy_version=version,
+        prefix_cache_tokens=options.prefix_cache_tokens,
     )

@@ -106,6 +106,11 @@ class PromptBuilder:
             return self._user_turn_prompt(chat)
         return self._template(chat, generation_prompt=True) + (prefill or "")
 
+    def render_closed(self, messages: Sequence[Message], tools: Sequence[ToolDefinition] = ()) -> str:
+        """The chat as the template writes it with every turn closed (no generation prompt)."""
+        chat = text_tools.render_messages(list(messages), tools, tool_role=self.tool_role)
+        return self._template(chat, generation_prompt=False)
+
     def _template(self, chat: list[dict[str, str]], *, generation_prompt: bool) -> str:
         return str(self.tokenizer.apply_chat_template(chat, add_generation_prompt=generation_prompt, tokenize=False))
 

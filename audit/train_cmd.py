@@ -1,0 +1,106 @@
+"""`audit train`: GRPO (or the SFT warm start) of a small open auditor in the production scaffold."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from scaffold.secrets import SecretRegistry
+from scaffold.specs import SpecError
+
+EXIT_BAD_INPUT = 2
+
+
+def _fail(message: str) -> None:
+    Console(stderr=True).print(Text(f"error: {message}", style="bold red"), soft_wrap=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def train_command(
+    config: Optional[Path] = typer.Option(
+        None, "--config", "-c", help="Training config YAML (see training/configs/; every field is documented in training/config.py)."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory (default: train-out/<config name>)."),
+    stage: Optional[str] = typer.Option(
+        None, "--stage", help="grpo (default) or sft: the warm start on stored transcripts (sft.data) before GRPO."
+    ),
+    resume: Optional[Path] = typer.Option(
+        None, "--resume", help="Continue the GRPO run in this directory from its last checkpoint, with its saved config."
+    ),
+    steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Override the config's number of optimizer steps."),
+    init_adapter: Optional[Path] = typer.Option(
+        None, "--init-adapter", help="Start from this LoRA adapter (e.g. an SFT run's OUT/final)."
+    ),
+    assignments: list[str] = typer.Option(
+        [], "--set", help="Override one config field, FIELD=VALUE (dotted for sections), e.g. --set tasks.max_turns=2; repeatable."
+    ),
+    show_config: bool = typer.Option(False, "--show-config", help="Print the resolved config and exit."),
+) -> None:
+    """Train an auditor with GRPO on judged audits (or --stage sft: LoRA SFT on stored audits).
+
+    Writes OUT/metrics.jsonl (one line per step: reward and its components, detection,
+    valid tool calls, logprob parity, timings), OUT/rollouts.jsonl and OUT/rollouts.db
+    (every training audit, readable with `audit review --db`), checkpoints every
+    save_every steps (OUT/checkpoint-N), held-out evals (OUT/evals/) and the adapter
+    (OUT/final), usable as `audit eval --auditor hf:BASE+lora:OUT/final`.
+    """
+    from training.config import load_config, parse_assignment
+
+    if resume is not None and config is not None:
+        _fail("give --config for a new run or --resume DIR to continue one, not both")
+    if resume is None and config is None:
+        _fail("give --config FILE (see training/configs/) or --resume DIR")
+    overrides: dict[str, object] = {}
+    try:
+        overrides.update(parse_assignment(a) for a in assignments)
+        if steps is not None:
+            overrides["steps"] = steps
+        if stage is not None:
+            overrides["stage"] = stage
+        if init_adapter is not None:
+            overrides["policy.init_adapter"] = str(init_adapter)
+        if resume is not None:
+            saved = resume / "config.yaml"
+            if not saved.exists():
+                _fail(f"{resume}: no training run to resume (no config.yaml)")
+            cfg = load_config(saved, overrides)
+            out_dir = resume
+        else:
+            assert config is not None
+            cfg = load_config(config, overrides)
+            out_dir = out or Path("train-out") / cfg.name
+    except SpecError as exc:
+        _fail(str(exc))
+        return
+    if show_config:
+        import yaml
+
+        typer.echo(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+        return
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    secrets = SecretRegistry()
+    try:
+        if cfg.stage == "sft":
+            if resume is not None:
+                _fail("an SFT run is not resumable (it takes minutes); start it again with a new --out")
+            from training.sft import run_sft
+
+            final = run_sft(cfg, out_dir, secrets=secrets)
+        else:
+            from training.grpo import run_grpo
+
+            final = run_grpo(cfg, out_dir, resume=resume is not None, secrets=secrets)
+    except SpecError as exc:
+        _fail(str(exc))
+        return
+    except KeyboardInterrupt:
+        Console(stderr=True).print(f"interrupted; continue with: audit train --resume {out_dir}")
+        sys.exit(130)
+    typer.echo(f"adapter: {final}")
+    typer.echo(f"metrics: {out_dir / 'metrics.jsonl'}")

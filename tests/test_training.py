@@ -1,0 +1,159 @@
+"""GRPO and SFT end to end on the tiny random Llama: real audits in the scaffold, TRL's
+trainer, real checkpoints. The CLI smoke run is what CI shows for `audit train`."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("trl", reason="training needs the train extra (pip install 'auditrl[train]')")
+torch = pytest.importorskip("torch")
+
+from hf_fixtures import packaged_tokenizer  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+from training.config import load_config  # noqa: E402
+from training.metrics import logprob_parity, read_metrics  # noqa: E402
+from training_helpers import activity  # noqa: E402,F401
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
+
+
+def _audit(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "audit.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def _config(tmp: Path, **changes: object) -> Path:
+    data = yaml.safe_load(SMOKE.read_text())
+    for key, value in changes.items():
+        node = data
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    path = tmp / "config.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_cpu_smoke_cli_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
+    packaged_tokenizer()
+    out = tmp_path / "run"
+    first = _audit("train", "--config", str(SMOKE), "--out", str(out), "--steps", "1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert (out / "checkpoint-1" / "adapter_model.safetensors").exists()
+    again = _audit("train", "--config", str(SMOKE), "--out", str(out))
+    assert again.returncode == 2 and "--resume" in again.stderr  # never mixes two runs in one directory
+    resumed = _audit("train", "--resume", str(out), "--steps", "2")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    records = read_metrics(out)
+    grpo = [r for r in records if r["stage"] == "grpo"]
+    assert [r["step"] for r in grpo] == [1, 2]
+    for r in grpo:
+        assert math.isfinite(r["loss"]) and r["rollouts"] == 4 and r["rollouts_failed"] == 0
+        assert r["valid_tool_call_rate"] == 1.0  # constrained: every turn is a well-formed call
+        assert r["parity/mean_abs_dlogp"] < 1e-4  # the sampler is the trainer's own module
+        assert 0 <= r["time/scaffold_share"] <= 1
+    assert (out / "checkpoint-2").exists() and (out / "final" / "adapter_model.safetensors").exists()
+    evals = [r for r in records if r["stage"] == "eval"]
+    assert evals and evals[-1]["eval/audits"] == 7  # the held-out quirks, once each
+    results = json.loads((out / "evals" / "final" / "results.json").read_text())
+    assert {row["split"] for row in results["rows"]} == {"heldout", "control"}
+    lines = (out / "rollouts.jsonl").read_text().splitlines()
+    assert len(lines) == 8 and {json.loads(x)["step"] for x in lines} == {1, 2}
+
+
+def _adapter(path: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(path / "adapter_model.safetensors"))
+
+
+def test_grpo_updates_the_policy_and_resume_continues_exactly(tmp_path: Path, activity: str) -> None:
+    from training.grpo import run_grpo
+
+    packaged_tokenizer()
+    cfg = load_config(_config(tmp_path, **{"reward.family": activity, "eval.at_end": False, "tasks.max_turns": 3}))
+    straight = run_grpo(cfg, tmp_path / "straight")
+    first = run_grpo(cfg.model_copy(update={"steps": 1}), tmp_path / "split")
+    resumed = run_grpo(cfg, tmp_path / "split", resume=True)
+    start = _adapter(tmp_path / "split" / "checkpoint-1")
+    a, b = _adapter(straight), _adapter(resumed)
+    assert first.exists() and a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)  # same samples, same optimizer state: bit-identical
+    lora_b = [k for k in a if "lora_B" in k]
+    assert any(not torch.equal(a[k], start[k]) for k in lora_b)  # step 2 changed the weights
+    steps = [r for r in read_metrics(tmp_path / "straight") if r["stage"] == "grpo"]
+    assert any(r["reward/std"] > 0 for r in steps) and any(abs(r["loss"]) > 0 for r in steps)
+    resumed_steps = [r for r in read_metrics(tmp_path / "split") if r["stage"] == "grpo"]
+    assert [r["reward/mean"] for r in resumed_steps] == [r["reward/mean"] for r in steps]
+
+
+def test_logprob_parity_statistics() -> None:
+    sampler = torch.tensor([[-1.0, -2.0, -0.5, 0.0]])
+    trainer = torch.tensor([[-1.0, -2.5, -0.5, 9.0]])
+    mask = torch.tensor([[1, 1, 1, 0]])  # the last token is environment text: not counted
+    stats = logprob_parity(trainer, sampler, mask, cap=1.5)
+    assert stats["parity/tokens"] == 3
+    assert stats["parity/mean_abs_dlogp"] == pytest.approx(0.5 / 3)
+    r = math.exp(-0.5)
+    assert stats["parity/k3_kl"] == pytest.approx((r - 1 + 0.5) / 3)
+    assert stats["parity/ratio_min"] == pytest.approx(r) and stats["parity/ratio_outside_cap"] == pytest.approx(1 / 3)
+
+
+def test_bad_configs_fail_before_anything_loads(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("group_size: 3\nprompts_per_step: 1\nmicro_batch_size: 2\n")
+    result = _audit("train", "--config", str(bad))
+    assert result.returncode == 2 and "micro_batch_size" in result.stderr
+    bad.write_text("reward: {family: vibes}\n")
+    assert "vibes" in _audit("train", "--config", str(bad)).stderr
+    bad.write_text("sampler: {backend: vllm}\n")
+    assert "sampler.url" in _audit("train", "--config", str(bad)).stderr
+    assert "no training run" in _audit("train", "--resume", str(tmp_path)).stderr
+    shown = _audit("train", "--config", str(SMOKE), "--show-config")
+    assert shown.returncode == 0 and yaml.safe_load(shown.stdout)["policy"]["base"] == "tiny-random"
+
+
+def test_sft_warm_start_trains_on_train_split_transcripts_only(tmp_path: Path) -> None:
+    packaged_tokenizer()
+    data = tmp_path / "heuristic"
+    made = _audit("eval", "--suite", "seeded-quirks", "--auditor", "heuristic", "--max-turns", "4", "--repeats", "1",
+                  "--out", str(data), "--store", f"sqlite:///{tmp_path / 'h.db'}")
+    assert made.returncode == 0, made.stderr[-2000:]
+    out = tmp_path / "sft"
+    result = _audit("train", "--config", str(SMOKE), "--stage", "sft", "--out", str(out),
+                    "--set", f"sft.data=[{data}]", "--set", "sft.only_identified=false", "--set", "sft.epochs=2",
+                    "--set", "sft.lr=0.005", "--set", "eval.at_end=false")
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = next(line for line in result.stdout.splitlines() if line.startswith("sft:"))
+    assert "'heldout': 7" in summary  # the benchmark's held-out audits never reach the policy
+    records = [r for r in read_metrics(out) if r["stage"] == "sft"]
+    rows = len(records) // 2
+    assert rows == 9  # 8 train quirks + 1 control, two epochs
+    first, last = records[:rows], records[rows:]
+    assert sum(r["loss"] for r in last) < sum(r["loss"] for r in first)  # it learns the heuristic's turns
+    assert all(0 < r["loss_tokens"] < r["tokens"] for r in records)
+    assert (out / "final" / "adapter_model.safetensors").exists()
+
+
+def test_a_trained_adapter_audits_through_audit_eval(tmp_path: Path) -> None:
+    from training.policy import tiny_random_model
+
+    tokenizer = packaged_tokenizer()
+    base = tmp_path / "tiny"
+    tiny_random_model(tokenizer, seed=0).save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    out = tmp_path / "run"
+    trained = _audit("train", "--config", str(SMOKE), "--out", str(out), "--steps", "1",
+                     "--set", f"policy.base={base}", "--set", "eval.at_end=false")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    evaluated = _audit("eval", "--suite", "smoke", "--auditor", f"hf:{base}+lora:{out / 'final'}+constrained+max_tokens:48",
+                       "--max-turns", "2", "--repeats", "1", "--out", str(tmp_path / "eval"), "--store", f"sqlite:///{tmp_path / 'e.db'}")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    results = json.loads((tmp_path / "eval" / "results.json").read_text())
+    assert results["aggregates"]["failed"] == 0 and results["aggregates"]["valid_tool_call_rate"] == 1.0

@@ -1,0 +1,216 @@
+"""The training config: one pydantic model, validated before anything is loaded.
+
+`audit train --config FILE` reads it; `OUT/config.yaml` keeps the resolved copy that
+`audit train --resume OUT` continues from. Every field says what it does, so
+`audit train --show-config FILE` is the reference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rewards.reward import REWARDS, RewardWeights
+from scaffold.specs import SpecError, describe_validation_error
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PolicyConfig(_Strict):
+    """The model being trained and how it samples."""
+
+    base: str = Field(
+        "smollm2-135m",
+        description="Base weights: `smollm2-135m` (the packaged SmolLM2-135M-Instruct), a local model directory, "
+        "or `tiny-random` (a ~3M-parameter random Llama with the SmolLM2 tokenizer, for smoke tests).",
+    )
+    init_adapter: str | None = Field(
+        None, description="A LoRA adapter directory to start from (e.g. the SFT stage's OUT/final)."
+    )
+    constrained: bool = Field(True, description="Grammar-constrained tool calls while sampling (forced tokens carry no loss).")
+    temperature: float = Field(1.0, gt=0, le=2, description="Sampling temperature of rollouts.")
+    max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")
+    max_batch_size: int = Field(16, ge=1, description="Most rollout turns decoded in one batch.")
+    prefix_cache: bool = Field(True, description="hf sampler: reuse the KV of the prompt prefix all audits share.")
+
+
+class LoraSettings(_Strict):
+    """The LoRA adapter that training writes (peft)."""
+
+    r: int = Field(16, ge=1, le=256, description="Rank.")
+    alpha: int = Field(32, ge=1, description="Scaling numerator (scale = alpha / r).")
+    dropout: float = Field(
+        0.0, ge=0, lt=1, description="LoRA dropout. Keep 0: dropout makes the trainer's logprobs differ from the sampler's."
+    )
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        description="Module names that get adapters.",
+    )
+
+
+class SamplerConfig(_Strict):
+    """Where rollouts are sampled."""
+
+    backend: Literal["hf", "vllm"] = Field(
+        "hf",
+        description="`hf`: the trainer's own model, in process (same weights, no sync). `vllm`: a vLLM server "
+        "(started with --enable-lora); the adapter is saved and reloaded into it after every update.",
+    )
+    url: str | None = Field(None, description="vLLM server base URL (backend vllm), e.g. http://127.0.0.1:8000/v1.")
+    served_adapter: str = Field("auditor", description="Name the adapter is served under in vLLM (the request's model).")
+    importance_correction: bool = Field(
+        True, description="Correct the sampler/trainer mismatch with truncated per-token importance ratios (vllm only)."
+    )
+    importance_cap: float = Field(2.0, gt=1, description="Cap of those ratios.")
+
+    @model_validator(mode="after")
+    def _url_for_vllm(self) -> SamplerConfig:
+        if self.backend == "vllm" and not self.url:
+            raise ValueError("sampler.backend vllm needs sampler.url (the server's /v1 base URL)")
+        return self
+
+
+class TasksConfig(_Strict):
+    """What the auditor is asked to audit: one prompt = a quirk's organism + a seed + an RNG seed."""
+
+    split: Literal["train", "heldout", "control"] = Field("train", description="Quirk split the prompts come from.")
+    include_control: bool = Field(True, description="Also audit the clean control (teaches not to invent quirks).")
+    seeds: list[str] = Field(default_factory=lambda: ["quirk-hunt"], description="Auditor seed ids (auditor/seeds).")
+    organism: dict[str, str | float | int] = Field(
+        default_factory=lambda: {"implant": "simulated", "base_responder": "fast", "difficulty": "medium"},
+        description="OrganismSpec fields other than the quirk.",
+    )
+    max_turns: int = Field(4, ge=1, le=200, description="Auditor turns per rollout.")
+
+
+class RewardConfig(_Strict):
+    """How a rollout is scored."""
+
+    family: str = Field("grounded", description=f"Reward function: one of {', '.join(REWARDS)}.")
+    weights: RewardWeights = Field(default_factory=RewardWeights, description="The grounded reward's penalty weights.")
+    judge: str = Field("offline", description="Judge spec (rewards/judges.py): offline, lexical, llm:MODEL.")
+
+    @model_validator(mode="after")
+    def _known(self) -> RewardConfig:
+        if self.family not in REWARDS:
+            raise ValueError(f"reward.family {self.family!r}: unknown; available: {', '.join(REWARDS)}")
+        return self
+
+
+class EvalConfig(_Strict):
+    """The held-out evaluation run during training (through the benchmark code)."""
+
+    every: int = Field(0, ge=0, description="Evaluate every N steps (0: only at the end, if `at_end`).")
+    at_end: bool = Field(True, description="Evaluate the final policy.")
+    suite: str = Field("seeded-quirks-heldout", description="Suite name or YAML path.")
+    repeats: int | None = Field(1, ge=1, description="Audits per quirk (overrides the suite's).")
+    max_turns: int | None = Field(None, ge=1, description="Turn budget (default: tasks.max_turns).")
+    concurrency: int = Field(16, ge=1)
+
+
+class SftConfig(_Strict):
+    """The warm start: LoRA fine-tuning on stored audit transcripts (`--stage sft`)."""
+
+    data: list[str] = Field(
+        default_factory=list,
+        description="Eval directories (`audit eval --out DIR`) or transcript.json files. Only train-split "
+        "and control audits are used; held-out quirks are refused.",
+    )
+    only_identified: bool = Field(True, description="Keep quirk audits whose quirk was identified (and clean controls).")
+    epochs: int = Field(2, ge=1, le=100)
+    lr: float = Field(2e-4, gt=0)
+    max_length: int = Field(6144, ge=64, description="Longest row in tokens; longer transcripts are cut at a turn boundary.")
+
+
+class TrainConfig(_Strict):
+    """One training job."""
+
+    name: str = Field("auditor", description="A label for logs and the adapter's card.")
+    stage: Literal["grpo", "sft"] = Field("grpo", description="What `audit train` runs (`--stage` overrides).")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    sampler: SamplerConfig = Field(default_factory=SamplerConfig)
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    sft: SftConfig = Field(default_factory=SftConfig)
+    group_size: int = Field(4, ge=2, le=256, description="G: audits per prompt; advantages are relative within a group.")
+    prompts_per_step: int = Field(1, ge=1, le=256, description="Prompts (groups) per optimizer step.")
+    micro_batch_size: int = Field(1, ge=1, description="Rollouts per forward/backward (memory); must divide the step's.")
+    loss_type: Literal["dapo", "dr_grpo", "grpo"] = Field("dapo", description="TRL's GRPO loss normalisation.")
+    beta: float = Field(0.0, ge=0, description="KL coefficient against the starting policy (0: no reference pass).")
+    epsilon: float = Field(0.2, gt=0, lt=1, description="PPO clip range (low); high is `epsilon_high`.")
+    epsilon_high: float = Field(0.28, gt=0, lt=1, description="Upper clip (DAPO's clip-higher).")
+    lr: float = Field(1e-5, gt=0, description="Learning rate (AdamW, constant after warmup).")
+    warmup_steps: int = Field(0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    steps: int = Field(10, ge=1, description="Optimizer steps.")
+    save_every: int = Field(5, ge=1, description="Checkpoint (adapter, optimizer, RNG) every N steps.")
+    logprob_check_every: int = Field(1, ge=1, description="Compare sampler and trainer logprobs every N steps.")
+    gradient_checkpointing: bool = Field(
+        False, description="Recompute activations in the backward pass: far less memory on long audits, ~30% more compute."
+    )
+    seed: int = Field(0, ge=0, lt=1 << 20, description="Seeds the prompt order, the model init and every rollout.")
+    threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's).")
+
+    @model_validator(mode="after")
+    def _batches(self) -> TrainConfig:
+        rollouts = self.group_size * self.prompts_per_step
+        if rollouts % self.micro_batch_size:
+            raise ValueError(f"micro_batch_size {self.micro_batch_size} must divide group_size x prompts_per_step = {rollouts}")
+        return self
+
+    @property
+    def rollouts_per_step(self) -> int:
+        return self.group_size * self.prompts_per_step
+
+
+def load_config(path: str | Path, overrides: dict[str, object] | None = None) -> TrainConfig:
+    """Read and validate a training config; SpecError names the bad field."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such config file") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{p}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{p}: a training config is a mapping of fields")
+    for key, value in (overrides or {}).items():
+        _set_dotted(data, key, value)
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(describe_validation_error(exc, str(p))) from None
+
+
+def _set_dotted(data: dict[str, object], key: str, value: object) -> None:
+    node = data
+    *parents, leaf = key.split(".")
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise SpecError(f"--set {key}: {part} is not a section")
+        node = child
+    node[leaf] = value
+
+
+def parse_assignment(text: str) -> tuple[str, object]:
+    """`key.sub=value` (value read as YAML: numbers, booleans, lists) for `--set`."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise SpecError(f"--set {text!r}: write FIELD=VALUE, e.g. --set tasks.max_turns=2")
+    try:
+        return key.strip(), yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"--set {text!r}: the value is not valid YAML: {exc}") from None
+
+
+def dump_config(config: TrainConfig, path: Path) -> None:
+    """Write the resolved config (what a resume continues)."""
+    path.write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))

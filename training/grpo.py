@@ -1,0 +1,268 @@
+"""GRPO on judged audits: TRL's GRPOTrainer, fed by a rollout_func that runs audits.
+
+TRL 1.16's `rollout_func(prompts, trainer)` returns, per rollout, prompt ids,
+completion ids, sampling logprobs and an `env_mask` (1 on tokens the policy sampled,
+0 on environment text), plus extra fields for the reward functions. That carries a
+multi-turn audit faithfully: the completion is every token after the first prompt
+(the auditor's turns and the scaffold's replies between them, exactly as the policy
+saw them, see training/rows.py) and the mask keeps loss on the policy's own tokens.
+So we use TRL's trainer, loss (dapo / dr_grpo / grpo), KL, clipping, optimizer,
+checkpoints and resume as they are, and add only what audits need:
+
+- the rollouts are real audits (training/rollouts.py), run G per prompt concurrently
+  in the production scaffold, graded by the judge;
+- sampler-vs-trainer logprob parity, measured on the loss's own forward pass;
+- with a vLLM sampler, TRL's truncated importance correction, which TRL only applies
+  to its own vLLM client: we compute the trainer's logprobs and the ratios, and let
+  TRL's loss apply them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rewards.judges import build_judge
+from scaffold.secrets import SecretRegistry
+from training.config import TrainConfig, dump_config
+from training.evaluation import eval_metrics
+from training.metrics import BusyClock, MetricsLog, TimedModel, drop_after_step, merge_parity
+from training.policy import load_base, rollout_sampler, with_adapter
+from training.rollouts import RolloutRunner, RolloutTask, rollout_lines, rollout_summary, training_tasks, trl_batch
+from training.trl_trainer import grpo_args
+from training.trl_trainer import trainer_class as make_trainer_class
+
+log = logging.getLogger(__name__)
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental; we pin TRL <2
+
+
+def audit_reward(prompts: list[Any], completions: list[Any], audit_reward: list[float | None], **_: Any) -> list[float | None]:
+    """The judged audit's reward, computed in the rollout (None: the audit failed, no advantage)."""
+    return audit_reward
+
+
+class GrpoSession:
+    """What the rollout_func, the trainer and the callback share during one run."""
+
+    def __init__(self, config: TrainConfig, out: Path, secrets: SecretRegistry, resume_step: int | None) -> None:
+        self.config, self.out, self.secrets = config, out, secrets
+        self.loop = asyncio.new_event_loop()
+        self.clocks = {"policy": BusyClock(), "target": BusyClock(), "judge": BusyClock()}
+        self.judge = TimedModel(build_judge(config.reward.judge, secrets), self.clocks["judge"], "evaluate")
+        self.metrics = MetricsLog(out, resume_step=resume_step)
+        if resume_step is not None:
+            drop_after_step(out / "rollouts.jsonl", resume_step)
+        self.pending: dict[str, Any] = {}
+        self.parity: list[dict[str, float]] = []
+        self.step_started = time.perf_counter()
+        self.sampler: Any = None
+        self.runner: RolloutRunner | None = None
+        self.synced_step: int | None = None
+        self.eos_id = 0
+
+    def attach(self, trainer: Any, tokenizer: Any) -> None:
+        """Build the sampler over the trainer's (wrapped) model."""
+        self.trainer = trainer
+        self.eos_id = int(tokenizer.eos_token_id)
+        self.sampler = rollout_sampler(self.config, trainer.model, tokenizer, self.secrets)
+        self.runner = RolloutRunner(
+            self.config,
+            TimedModel(self.sampler, self.clocks["policy"]),
+            self.judge,
+            self.out,
+            self.secrets,
+            wrap_target=lambda m: TimedModel(m, self.clocks["target"]),
+        )
+
+    @property
+    def external_sampler(self) -> bool:
+        return self.config.sampler.backend == "vllm"
+
+    def sync_policy(self, step: int) -> None:
+        """Make the sampler sample from the current weights (vLLM: reload the adapter)."""
+        if self.synced_step == step:
+            return
+        if self.external_sampler:
+            adapter = self.out / "sampler-adapter"
+            self.trainer.model.save_pretrained(str(adapter))
+            started = time.perf_counter()
+            self.loop.run_until_complete(self.sampler.swap_adapter(str(adapter)))
+            self.pending["time/adapter_sync_s"] = time.perf_counter() - started
+        else:
+            self.sampler.policy_version = f"step-{step}"  # the same module: nothing to copy
+        self.synced_step = step
+
+    def rollout_func(self, prompts: list[str], trainer: Any) -> dict[str, list[Any]]:
+        """TRL's hook: one judged audit per prompt (TRL repeats each prompt G times)."""
+        assert self.runner is not None
+        step = trainer.state.global_step
+        self.step_started = time.perf_counter()
+        for clock in self.clocks.values():
+            clock.take()
+        self.sync_policy(step)
+        model = trainer.model
+        was_training = model.training
+        model.eval()  # no dropout while sampling; the weights are the trainer's own
+        try:
+            started = time.perf_counter()
+            rollouts = self.loop.run_until_complete(self.runner.run([RolloutTask.from_key(p) for p in prompts], step))
+            wall = time.perf_counter() - started
+        finally:
+            model.train(was_training)
+        summary = rollout_summary(rollouts)
+        busy = {name: clock.take() for name, clock in self.clocks.items()}
+        summary.update(
+            {
+                "time/rollout_s": wall,
+                "time/policy_s": busy["policy"],
+                "time/target_s": busy["target"],
+                "time/reward_s": busy["judge"],
+                # Wall time with no model call in flight: the scaffold's own work (graph, store, tools).
+                "time/scaffold_share": max(0.0, 1 - (busy["policy"] + busy["target"] + busy["judge"]) / wall) if wall else 0.0,
+                "tokens_per_s": summary["tokens/sampled"] / busy["policy"] if busy["policy"] else 0.0,
+            }
+        )
+        self.pending.update(summary)
+        with (self.out / "rollouts.jsonl").open("a") as handle:
+            handle.writelines(line + "\n" for line in rollout_lines(rollouts, step + 1))
+        return trl_batch(rollouts, self.eos_id)
+
+    def write_step(self, step: int, logs: dict[str, Any]) -> None:
+        """One metrics.jsonl line: TRL's loss-side numbers and ours."""
+        record: dict[str, Any] = {"stage": "grpo", "step": step}
+        for key in ("loss", "grad_norm", "learning_rate", "kl", "entropy", "clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean"):
+            if key in logs:
+                record[key] = float(logs[key])
+        record.update(self.pending)
+        record.update(merge_parity(self.parity))
+        step_s = time.perf_counter() - self.step_started
+        record["time/step_s"] = step_s
+        record["time/update_s"] = max(0.0, step_s - record.get("time/rollout_s", 0.0) - record.get("time/eval_s", 0.0))
+        self.metrics.write(record)
+        self.pending, self.parity = {}, []
+
+    def evaluate(self, step: int, final: bool = False) -> Any:
+        """The held-out eval of the current weights."""
+        from training.evaluation import evaluate_policy
+
+        return evaluate_policy(
+            self.config, self.out, step, model=self.trainer.model, sampler=self.sampler, loop=self.loop,
+            secrets=self.secrets, final=final,
+        )
+
+    def close(self) -> None:
+        if self.runner is not None:
+            self.loop.run_until_complete(self.runner.close())
+        with contextlib.suppress(Exception):
+            self.loop.run_until_complete(_aclose(self.sampler))
+        self.metrics.close()
+        self.loop.close()
+
+
+async def _aclose(model: Any) -> None:
+    from scaffold.model import close_model
+
+    await close_model(model)
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    """OUT/checkpoint-N with the largest N, or None."""
+    checkpoints = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name.split("-")[-1].isdigit() else -1)
+    return checkpoints[-1] if checkpoints else None
+
+
+def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: SecretRegistry | None = None) -> Path:
+    """Train `config` into `out` (or continue it from its last checkpoint); returns OUT/final."""
+    from datasets import Dataset
+    from transformers import TrainerCallback
+
+
+    secrets = secrets or SecretRegistry()
+    # transformers 5.x warns on every step about names TRL still uses (gradient_checkpointing).
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
+    out.mkdir(parents=True, exist_ok=True)
+    checkpoint = latest_checkpoint(out) if resume else None
+    resume_step = int(checkpoint.name.split("-")[-1]) if checkpoint else (0 if resume else None)
+    if not resume:
+        _fresh(out)
+    dump_config(config, out / "config.yaml")
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    model, tokenizer = load_base(config)
+    model, peft_config = with_adapter(model, config)
+    tasks = training_tasks(config)
+    dataset = Dataset.from_list([{"prompt": t.key()} for t in tasks])
+    session = GrpoSession(config, out, secrets, resume_step)
+    trainer_class = make_trainer_class()
+
+    class StepCallback(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            every = config.eval.every
+            if every and state.global_step % every == 0 and state.global_step < config.steps:
+                started = time.perf_counter()
+                session.sync_policy(state.global_step)  # the update changed the weights: a new version
+                session.pending.update(eval_metrics(session.evaluate(state.global_step)))
+                session.pending["time/eval_s"] = time.perf_counter() - started
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
+            if logs and "loss" in logs:
+                session.write_step(state.global_step, logs)
+                _progress(config, state.global_step, session.metrics.path)
+
+    trainer = trainer_class(
+        model=model,
+        reward_funcs=audit_reward,
+        args=grpo_args(config, out),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        rollout_func=session.rollout_func,
+        peft_config=peft_config,
+        callbacks=[StepCallback()],
+    )
+    trainer.session = session
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # our progress line replaces TRL's dict dump
+    session.attach(trainer, tokenizer)
+    try:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        final = out / "final"
+        trainer.model.save_pretrained(str(final))
+        dump_config(config, final / "training-config.yaml")
+        if config.eval.at_end:
+            session.synced_step = None
+            session.sync_policy(config.steps)
+            summary = eval_metrics(session.evaluate(config.steps, final=True))
+            session.metrics.write({"stage": "eval", "step": config.steps, **summary})
+    finally:
+        session.close()
+    return final
+
+
+def _fresh(out: Path) -> None:
+    """A new run into `out`: refuse to mix with an earlier run's files."""
+    if (out / "metrics.jsonl").exists() or latest_checkpoint(out):
+        from scaffold.specs import SpecError
+
+        raise SpecError(f"{out} already holds a training run; continue it with --resume {out}, or pick a new --out")
+
+
+def _progress(config: TrainConfig, step: int, metrics_path: Path) -> None:
+    last = json.loads(metrics_path.read_text().splitlines()[-1])
+    parts = [f"step {step}/{config.steps}"]
+    for key, label in (("loss", "loss"), ("reward/mean", "reward"), ("detection_rate", "detect"), ("valid_tool_call_rate", "valid"), ("parity/mean_abs_dlogp", "|dlogp|"), ("time/step_s", "s")):
+        if key in last:
+            parts.append(f"{label} {last[key]:.4g}")
+    if "eval/detection_rate" in last:
+        parts.append(f"heldout {last['eval/detection_rate']:.1%}")
+    print("  ".join(parts), flush=True)
+

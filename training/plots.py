@@ -1,0 +1,76 @@
+"""Training curves from OUT/metrics.jsonl: reward, held-out detection and strategy entropy.
+
+    python -m training.plots OUT [OUT2 ...] [--png FILE]
+
+Several runs go on the same axes (the reward-hacking ablation: binary vs grounded).
+Writes OUT/curves.png by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from training.metrics import read_metrics
+
+PANELS = (
+    ("reward/mean", "rollout reward (mean ± std)"),
+    ("eval/detection_rate", "held-out detection"),
+    ("strategy_entropy_bits", "strategy entropy (bits)"),
+    ("hacky_rate", "hacky reports (share)"),
+)
+
+
+def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    points = [(r["step"], r[key]) for r in records if key in r and r.get(key) is not None]
+    return [p[0] for p in points], [float(p[1]) for p in points]
+
+
+def plot_runs(runs: list[Path], png: Path) -> Path:
+    """Draw the panels for every run into `png`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(4.2 * len(PANELS), 3.4))
+    for run in runs:
+        records = read_metrics(run)
+        label = run.name
+        for ax, (key, title) in zip(axes, PANELS, strict=True):
+            steps, values = _series(records, key)
+            if not steps:
+                continue
+            line = ax.plot(steps, values, marker="o", markersize=3, label=label)[0]
+            if key == "reward/mean":
+                _, stds = _series(records, "reward/std")
+                if len(stds) == len(values):
+                    lo = [v - s for v, s in zip(values, stds)]
+                    hi = [v + s for v, s in zip(values, stds)]
+                    ax.fill_between(steps, lo, hi, alpha=0.15, color=line.get_color())
+            ax.set_title(title, fontsize=10)
+            ax.set_xlabel("step")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return png
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Plot training curves from OUT/metrics.jsonl.")
+    parser.add_argument("runs", nargs="+", type=Path, help="training output directories")
+    parser.add_argument("--png", type=Path, default=None, help="output image (default: FIRST_RUN/curves.png)")
+    args = parser.parse_args(argv)
+    missing = [str(r) for r in args.runs if not (r / "metrics.jsonl").exists()]
+    if missing:
+        parser.error(f"no metrics.jsonl in: {', '.join(missing)}")
+    print(plot_runs(args.runs, args.png or args.runs[0] / "curves.png"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""The trainable policy: base weights, a LoRA adapter, and the sampler rollouts use.
+
+With the `hf` sampler, rollouts run on the trainer's own module through the
+production `hf` provider (LocalChatModel), so sampler and trainer share weights
+exactly and nothing is synced. With the `vllm` sampler, the adapter is saved after
+every update and loaded into the server in place (`VllmPolicy.swap_adapter`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from scaffold.model import ChatModel
+from scaffold.providers.hf_local import LocalChatModel
+from scaffold.providers.local_weights import load_model_and_tokenizer, load_packaged_tokenizer, resolve_local_model
+from scaffold.secrets import SecretRegistry
+from scaffold.specs import ModelSpec, SpecError
+from training.config import TrainConfig
+
+TINY_RANDOM = "tiny-random"
+
+
+def tiny_random_model(
+    tokenizer: Any, seed: int, *, heads: int = 2, kv_heads: int = 1, initializer_range: float = 0.02
+) -> Any:
+    """A ~3M-parameter random Llama over `tokenizer`'s vocabulary (smoke tests, benchmarks).
+
+    The default head_dim (64 / heads = 32) is one vLLM's CPU attention serves.
+    """
+    import transformers
+
+    config = transformers.LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=8192,  # as SmolLM2: room for the auditor prompt and its tools
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        initializer_range=initializer_range,
+    )
+    torch.manual_seed(seed)
+    return transformers.LlamaForCausalLM(config)
+
+
+def load_base(config: TrainConfig) -> tuple[Any, Any]:
+    """(model, tokenizer) of `policy.base`, fp32 on the CPU, never from a hub."""
+    if config.policy.base == TINY_RANDOM:
+        tokenizer = load_packaged_tokenizer()
+        return tiny_random_model(tokenizer, config.seed), tokenizer
+    model, tokenizer = load_model_and_tokenizer(resolve_local_model(config.policy.base))
+    return model, tokenizer
+
+
+def lora_config(config: TrainConfig) -> Any:
+    """The peft LoraConfig of a fresh adapter."""
+    from peft import LoraConfig
+
+    s = config.lora
+    return LoraConfig(
+        r=s.r, lora_alpha=s.alpha, lora_dropout=s.dropout, target_modules=list(s.target_modules), task_type="CAUSAL_LM"
+    )
+
+
+def with_adapter(model: Any, config: TrainConfig) -> tuple[Any, Any]:
+    """(model, peft_config for the trainer): the init adapter loaded trainable, or a fresh one to create."""
+    if not config.policy.init_adapter:
+        return model, lora_config(config)
+    from peft import PeftModel
+
+    path = Path(config.policy.init_adapter)
+    if not (path / "adapter_config.json").is_file():
+        raise SpecError(f"policy.init_adapter {path}: no adapter_config.json there (an SFT run writes OUT/final)")
+    return PeftModel.from_pretrained(model, str(path), is_trainable=True), None
+
+
+def rollout_sampler(config: TrainConfig, model: Any, tokenizer: Any, secrets: SecretRegistry) -> ChatModel:
+    """The ChatModel rollouts sample from (the auditor of every training audit)."""
+    p = config.policy
+    if config.sampler.backend == "hf":
+        return LocalChatModel.from_model(
+            model,
+            tokenizer,
+            name=f"policy:{config.name}",
+            max_tokens=p.max_tokens_per_turn,
+            temperature=p.temperature,
+            max_batch_size=p.max_batch_size,
+            constrained=p.constrained,
+            policy_version="step-0",
+            prefix_cache_tokens=256 if p.prefix_cache else 0,
+        )
+    from scaffold.providers.vllm_server import build as build_vllm
+
+    tokenizer_dir = _tokenizer_dir(config, tokenizer)
+    spec = ModelSpec(
+        provider="vllm",
+        model=config.sampler.served_adapter,
+        base_url=config.sampler.url,
+        max_tokens=p.max_tokens_per_turn,
+        temperature=p.temperature,
+        max_concurrency=max(16, config.rollouts_per_step),
+        extra={"tokenizer": str(tokenizer_dir)},
+    )
+    return build_vllm(spec, secrets)
+
+
+def _tokenizer_dir(config: TrainConfig, tokenizer: Any) -> Path:
+    if config.policy.base == TINY_RANDOM:
+        raise SpecError("sampler.backend vllm needs a base model directory the server can load, not tiny-random")
+    return resolve_local_model(config.policy.base)

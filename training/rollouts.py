@@ -1,0 +1,289 @@
+"""Rollouts: real, judged audits in the production scaffold, turned into training rows.
+
+A task (one dataset prompt) is a quirk's organism, an auditor seed and a task index;
+each of its G rollouts is a whole audit (`evals.audit_job.run_judged_audit`, the path
+`audit run` and `audit eval` use) with the policy as the auditor, graded by the judge.
+Every rollout is stored (OUT/rollouts.db and OUT/rollouts/RUN/), so `audit review`
+reads training audits like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from auditor.seeds import get_seed
+from evals.audit_job import AuditJob, AuditModels, run_judged_audit
+from rewards.hacking import hacking_flags
+from rewards.judges import Judge
+from rewards.reward import REWARDS
+from rewards.types import JudgeResult, RewardResult
+from scaffold.checkpoints import checkpoint_path, open_checkpointer
+from scaffold.model import ChatModel
+from scaffold.secrets import SecretRegistry
+from scaffold.store import Store
+from scaffold.transcript import Transcript
+from targets.quirks import quirks_in_split
+from targets.spec import OrganismSpec, TargetSpec, build_target
+from training.config import TrainConfig
+from training.rows import TrainingRow, merge_turns, token_records
+
+log = logging.getLogger(__name__)
+
+
+class RolloutTask(BaseModel):
+    """What one dataset prompt asks: audit this quirk's organism with this seed."""
+
+    quirk: str
+    seed_id: str
+
+    def key(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def from_key(cls, key: str) -> RolloutTask:
+        return cls.model_validate_json(key)
+
+
+def training_tasks(config: TrainConfig) -> list[RolloutTask]:
+    """Every (quirk, seed) pair of the training split, in a stable order."""
+    splits = [config.tasks.split] + (["control"] if config.tasks.include_control else [])
+    quirks = [q.id for q in quirks_in_split(*splits)]
+    for seed_id in config.tasks.seeds:
+        get_seed(seed_id)  # an unknown seed fails before any model loads
+    return [RolloutTask(quirk=q, seed_id=s) for q in sorted(quirks) for s in config.tasks.seeds]
+
+
+def rollout_seed(base: int, step: int, index: int) -> int:
+    """The sampling seed of rollout `index` of `step`: a stable hash, spaced 2**20 apart
+    so that the per-call streams (seed + turn, the target's at +2**19) never meet."""
+    digest = hashlib.blake2b(f"{base}:{step}:{index}".encode(), digest_size=5).digest()
+    return int.from_bytes(digest, "big") << 20
+
+
+@dataclass
+class Rollout:
+    """One judged audit and what training needs from it."""
+
+    task: RolloutTask
+    run_id: str
+    transcript: Transcript | None
+    judge: JudgeResult | None
+    reward: RewardResult | None
+    row: TrainingRow | None
+    prefix_breaks: int = 0
+    dropped_turns: int = 0
+    wall_s: float = 0.0
+    error: str | None = None
+    hacks: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def turns(self) -> int:
+        return self.transcript.auditor_turns if self.transcript else 0
+
+
+def tool_pattern(transcript: Transcript) -> str:
+    """The auditor's tool use as one string (`send_message x3 > submit_report`), run-length coded."""
+    names: list[str] = []
+    for m in transcript.auditor_messages:
+        if m.role == "assistant":
+            names.append("+".join(c.name for c in m.tool_calls if not c.parse_error) or "(no call)")
+    runs: list[str] = []
+    for name in names:
+        if runs and runs[-1].split(" x")[0] == name:
+            head, _, count = runs[-1].partition(" x")
+            runs[-1] = f"{head} x{int(count or 1) + 1}"
+        else:
+            runs.append(name)
+    return " > ".join(runs)
+
+
+def entropy_bits(values: list[str]) -> float:
+    """Shannon entropy (bits) of the empirical distribution of `values`."""
+    if not values:
+        return 0.0
+    counts = Counter(values)
+    n = len(values)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _row(transcript: Transcript) -> tuple[TrainingRow | None, int, int]:
+    """The rollout's trainable row (the one holding its last turn), its prefix breaks and
+    the turns of the other rows (which TRL's one-completion-per-rollout cannot carry)."""
+    merged = merge_turns(transcript.run_id, token_records(transcript))
+    if not merged.rows:
+        return None, merged.prefix_breaks, 0
+    row = merged.rows[-1]
+    return row, merged.prefix_breaks, sum(len(r.turns) for r in merged.rows[:-1])
+
+
+class RolloutRunner:
+    """Runs groups of judged audits with one sampler, one judge and cached organisms."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        sampler: ChatModel,
+        judge: Judge,
+        out: Path,
+        secrets: SecretRegistry,
+        wrap_target: Callable[[ChatModel], ChatModel] = lambda m: m,
+    ) -> None:
+        self.config, self.sampler, self.judge, self.secrets = config, sampler, judge, secrets
+        self.wrap_target = wrap_target
+        self.out = out / "rollouts"
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.store = Store(f"sqlite:///{out / 'rollouts.db'}", redact=secrets.redact)
+        self._targets: dict[str, ChatModel] = {}
+
+    def _target_spec(self, quirk: str) -> TargetSpec:
+        organism = OrganismSpec.model_validate({"quirk": quirk, **self.config.tasks.organism})
+        return TargetSpec(name=f"{quirk} ({organism.difficulty})", organism=organism)
+
+    def _models(self, spec: TargetSpec) -> AuditModels:
+        key = spec.model_dump_json(exclude={"name"})
+        if key not in self._targets:
+            self._targets[key] = self.wrap_target(build_target(spec, self.secrets))
+        return AuditModels(self.sampler, self._targets[key], self.judge)
+
+    async def run(self, tasks: list[RolloutTask], step: int) -> list[Rollout]:
+        """One rollout per entry of `tasks` (a task repeated G times gives its group), concurrently."""
+        async with open_checkpointer(checkpoint_path(self.store, self.out)) as saver:
+            return list(await asyncio.gather(*(self._one(t, step, i, saver) for i, t in enumerate(tasks))))
+
+    async def _one(self, task: RolloutTask, step: int, index: int, saver: Any) -> Rollout:
+        spec = self._target_spec(task.quirk)
+        # A step replayed after a crash gets fresh run ids; its samples are the same (sample_seed).
+        run_id = f"s{step:05d}-{index:03d}-{task.quirk}-{uuid.uuid4().hex[:4]}"
+        job = AuditJob(
+            target=spec,
+            auditor=f"policy:{self.config.name}",
+            judge=self.config.reward.judge,
+            seed=get_seed(task.seed_id).text,
+            max_turns=self.config.tasks.max_turns,
+            reward=self.config.reward.family,
+            sample_seed=rollout_seed(self.config.seed, step, index),
+        )
+        started = time.perf_counter()
+        try:
+            judged = await run_judged_audit(
+                job, self.store, self.secrets, self.out, run_id=run_id, models=self._models(spec), checkpointer=saver
+            )
+        except Exception as exc:  # noqa: BLE001 - one broken audit scores None, the step goes on
+            log.exception("rollout %s failed", run_id)
+            return Rollout(task, run_id, None, None, None, None, wall_s=time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}")
+        transcript = judged.transcript
+        reward = REWARDS[self.config.reward.family](judged.judge, transcript, self.config.reward.weights)
+        row, breaks, dropped = _row(transcript)
+        error = judged.judge.error or (None if judged.result.status == "completed" else judged.result.error)
+        return Rollout(
+            task, run_id, transcript, judged.judge, reward, row, breaks, dropped,
+            wall_s=time.perf_counter() - started, error=error,
+            hacks=hacking_flags(transcript, self.config.reward.weights),
+        )
+
+    async def close(self) -> None:
+        from scaffold.model import close_model
+
+        for model in self._targets.values():
+            await close_model(model)
+
+
+def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
+    """The step's rollout metrics: reward and its components, detection, valid calls,
+    turns, masking, prefix breaks, hacking and strategy entropy."""
+    rewards = [r.reward.reward for r in rollouts if r.reward is not None]
+    out: dict[str, Any] = {"rollouts": len(rollouts), "rollouts_failed": sum(1 for r in rollouts if r.reward is None)}
+    if rewards:
+        mean = sum(rewards) / len(rewards)
+        out["reward/mean"] = mean
+        out["reward/std"] = math.sqrt(sum((x - mean) ** 2 for x in rewards) / len(rewards))
+        components: dict[str, list[float]] = {}
+        for r in rollouts:
+            for name, value in (r.reward.components if r.reward else {}).items():
+                components.setdefault(name, []).append(value)
+        out.update({f"reward/{k}": sum(v) / len(v) for k, v in components.items()})
+    quirk = [r for r in rollouts if r.judge is not None and r.task.quirk != "none"]
+    control = [r for r in rollouts if r.judge is not None and r.task.quirk == "none"]
+    if quirk:
+        out["detection_rate"] = sum(1 for r in quirk if r.judge and r.judge.identified) / len(quirk)
+    if control:
+        out["false_positive_rate"] = sum(1 for r in control if r.judge and r.judge.false_positive) / len(control)
+    with_transcript = [r for r in rollouts if r.transcript is not None]
+    valid = [r.transcript.valid_call_turns() for r in with_transcript if r.transcript]
+    total_turns = sum(t for _, t in valid)
+    out["valid_tool_call_rate"] = sum(v for v, _ in valid) / total_turns if total_turns else 0.0
+    out["turns/mean"] = total_turns / len(with_transcript) if with_transcript else 0.0
+    completion = sum(len(r.row.completion_ids) for r in rollouts if r.row)
+    sampled = sum(sum(r.row.completion_mask) for r in rollouts if r.row)
+    out["tokens/sampled"] = sampled
+    out["tokens/masked_fraction"] = 1 - sampled / completion if completion else 0.0
+    out["prefix_breaks"] = sum(r.prefix_breaks for r in rollouts)
+    out["dropped_turns"] = sum(r.dropped_turns for r in rollouts)
+    out["hacky_rate"] = sum(1 for r in with_transcript if any(r.hacks.values())) / len(with_transcript) if with_transcript else 0.0
+    patterns = [tool_pattern(r.transcript) for r in with_transcript if r.transcript]
+    out["strategy_entropy_bits"] = entropy_bits(patterns)
+    out["strategy_patterns"] = len(set(patterns))
+    out["top_pattern"] = Counter(patterns).most_common(1)[0][0] if patterns else ""
+    return out
+
+
+def trl_batch(rollouts: list[Rollout], eos_id: int) -> dict[str, list[Any]]:
+    """TRL's rollout_func output: prompt ids, completion ids (environment text included),
+    sampling logprobs, env_mask (1 on sampled tokens) and the reward as an extra field.
+
+    A rollout with no row (it failed before the policy spoke) becomes a one-token,
+    fully masked completion whose reward is None: TRL gives it no advantage.
+    """
+    batch: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "audit_reward": []}
+    for r in rollouts:
+        if r.row is None:
+            batch["prompt_ids"].append([eos_id])
+            batch["completion_ids"].append([eos_id])
+            batch["logprobs"].append([0.0])
+            batch["env_mask"].append([0])
+            batch["audit_reward"].append(None)
+            continue
+        row = r.row
+        batch["prompt_ids"].append(row.prompt_ids)
+        batch["completion_ids"].append(row.completion_ids)
+        batch["logprobs"].append(row.logprobs[row.prompt_length :])
+        batch["env_mask"].append(row.completion_mask)
+        batch["audit_reward"].append(r.reward.reward if r.reward is not None else None)
+    return batch
+
+
+def rollout_lines(rollouts: list[Rollout], step: int) -> list[str]:
+    """One JSON line per rollout for OUT/rollouts.jsonl (what each audit earned, and why)."""
+    lines = []
+    for r in rollouts:
+        lines.append(
+            json.dumps(
+                {
+                    "step": step,
+                    "run_id": r.run_id,
+                    "quirk": r.task.quirk,
+                    "seed": r.task.seed_id,
+                    "reward": r.reward.reward if r.reward else None,
+                    "components": r.reward.components if r.reward else {},
+                    "identified": r.judge.identified if r.judge else None,
+                    "turns": r.turns,
+                    "pattern": tool_pattern(r.transcript) if r.transcript else "",
+                    "hacks": [k for k, v in r.hacks.items() if v],
+                    "wall_s": round(r.wall_s, 3),
+                    "error": r.error,
+                }
+            )
+        )
+    return lines

@@ -1,0 +1,209 @@
+"""The warm start: LoRA fine-tuning on stored audits, in the policy's own tool-call protocol.
+
+Transcripts come from eval directories (`audit eval --out DIR`): their audits.jsonl
+says each audit's quirk and split, so held-out quirks are refused here and never
+reach the policy. Each transcript becomes one row: the auditor's conversation exactly
+as the policy's prompt builder renders it (system prompt, seed, the environment's
+replies), with loss only on the auditor's own turns, tool calls written in the text
+protocol the policy reads and writes (`<tool_call>{...}</tool_call>`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel
+
+from scaffold.events import EVENT_ADAPTER
+from scaffold.providers.token_prompts import PromptBuilder
+from scaffold.secrets import SecretRegistry
+from scaffold.specs import SpecError
+from scaffold.tools import AUDITOR_TOOLS
+from scaffold.transcript import Transcript
+from training.config import TrainConfig, dump_config
+from training.metrics import MetricsLog
+from training.policy import load_base, lora_config, rollout_sampler
+
+log = logging.getLogger(__name__)
+
+
+class SftRow(BaseModel):
+    """One transcript as token ids, with loss on the auditor's turns."""
+
+    run_id: str
+    input_ids: list[int]
+    loss_mask: list[int]
+    turns: int
+
+
+class SftData(BaseModel):
+    """The rows, and what was left out and why."""
+
+    rows: list[SftRow]
+    skipped: dict[str, int]
+
+
+def read_transcript(path: Path) -> Transcript:
+    """A transcript.json written by `audit run` / `audit eval`."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Transcript.from_events(data["run_id"], [EVENT_ADAPTER.validate_python(e) for e in data["events"]])
+
+
+def eval_transcripts(directory: Path, only_identified: bool) -> tuple[list[Transcript], dict[str, int]]:
+    """The usable transcripts of an eval directory: train-split and control audits that completed."""
+    rows_path = directory / "audits.jsonl"
+    if not rows_path.exists():
+        raise SpecError(f"sft.data {directory}: not an eval directory (no audits.jsonl); make one with `audit eval --out`")
+    skipped = {"heldout": 0, "failed": 0, "not_identified": 0, "missing": 0}
+    transcripts = []
+    for line in rows_path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a torn line
+        if row.get("split") == "heldout":
+            skipped["heldout"] += 1  # never train on what the benchmark holds out
+            continue
+        if row.get("status") != "completed":
+            skipped["failed"] += 1
+            continue
+        if only_identified and (row.get("identified") is False or row.get("false_positive") is True):
+            skipped["not_identified"] += 1
+            continue
+        path = directory / "runs" / row["run_id"] / "transcript.json"
+        if not path.exists():
+            skipped["missing"] += 1
+            continue
+        transcripts.append(read_transcript(path))
+    return transcripts, skipped
+
+
+def sft_row(transcript: Transcript, builder: PromptBuilder, max_length: int) -> SftRow | None:
+    """The transcript as the policy would have seen and written it, cut at a turn boundary
+    to `max_length` tokens; None when not even its first turn fits."""
+    messages = transcript.auditor_messages
+    tools = [tool.definition for tool in AUDITOR_TOOLS.values()]
+    stop = builder.assistant_closing().rstrip("\n") or builder.assistant_closing()
+    ids: list[int] = []
+    mask: list[int] = []
+    consumed = ""
+    turns = 0
+    for k, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        prompt = builder.render(messages[:k], tools)
+        closed = builder.render_closed(messages[: k + 1], tools)
+        if not (prompt.startswith(consumed) and closed.startswith(prompt)):
+            break  # a template that rewrites earlier turns: stop at what is exact
+        reply = closed[len(prompt) :]
+        reply = reply[: reply.index(stop) + len(stop)] if stop in reply else reply
+        env_ids, reply_ids = builder.encode(prompt[len(consumed) :]), builder.encode(reply)
+        if len(ids) + len(env_ids) + len(reply_ids) > max_length:
+            break
+        ids += env_ids + reply_ids
+        mask += [0] * len(env_ids) + [1] * len(reply_ids)
+        consumed = prompt + reply
+        turns += 1
+    if not turns:
+        return None
+    return SftRow(run_id=transcript.run_id, input_ids=ids, loss_mask=mask, turns=turns)
+
+
+def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
+    """Every row of `sft.data`, with counts of what was skipped."""
+    if not config.sft.data:
+        raise SpecError("the sft stage needs sft.data: eval directories of stored audits (`audit eval --out DIR`)")
+    builder = PromptBuilder(tokenizer)
+    rows: list[SftRow] = []
+    skipped: dict[str, int] = {"too_long": 0}
+    for entry in config.sft.data:
+        transcripts, skips = eval_transcripts(Path(entry), config.sft.only_identified)
+        for key, n in skips.items():
+            skipped[key] = skipped.get(key, 0) + n
+        for transcript in transcripts:
+            row = sft_row(transcript, builder, config.sft.max_length)
+            if row is None:
+                skipped["too_long"] += 1
+            else:
+                rows.append(row)
+    if not rows:
+        raise SpecError(f"sft.data gave no usable transcripts (skipped: {skipped})")
+    return SftData(rows=rows, skipped=skipped)
+
+
+def sft_loss(model: Any, row: SftRow, device: torch.device) -> torch.Tensor:
+    """Mean next-token cross-entropy over the row's auditor tokens."""
+    ids = torch.tensor([row.input_ids], device=device)
+    mask = torch.tensor(row.loss_mask[1:], device=device, dtype=torch.bool)
+    logits = model(input_ids=ids).logits[0, :-1]
+    return torch.nn.functional.cross_entropy(logits[mask].float(), ids[0, 1:][mask])
+
+
+def run_sft(config: TrainConfig, out: Path, *, secrets: SecretRegistry | None = None) -> Path:
+    """LoRA SFT of `config.policy` on `config.sft.data`; writes OUT/final (and its eval)."""
+    from peft import PeftModel, get_peft_model
+
+    secrets = secrets or SecretRegistry()
+    if (out / "metrics.jsonl").exists():
+        raise SpecError(f"{out} already holds a training run; pick a new --out")
+    out.mkdir(parents=True, exist_ok=True)
+    dump_config(config, out / "config.yaml")
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    model, tokenizer = load_base(config)
+    data = load_sft_data(config, tokenizer)
+    print(f"sft: {len(data.rows)} transcripts, {sum(len(r.input_ids) for r in data.rows)} tokens; skipped {data.skipped}", flush=True)
+    if config.policy.init_adapter:
+        model = PeftModel.from_pretrained(model, config.policy.init_adapter, is_trainable=True)
+    else:
+        model = get_peft_model(model, lora_config(config))
+    if config.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+        model.enable_input_require_grads()  # LoRA: the frozen embeddings' output must carry grad
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.sft.lr)
+    metrics = MetricsLog(out)
+    device = next(model.parameters()).device
+    order = random.Random(config.seed)
+    step = 0
+    for epoch in range(config.sft.epochs):
+        rows = list(data.rows)
+        order.shuffle(rows)
+        for row in rows:
+            started = time.perf_counter()
+            loss = sft_loss(model, row, device)
+            optimizer.zero_grad()
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+            optimizer.step()
+            step += 1
+            record = {
+                "stage": "sft", "step": step, "epoch": epoch, "loss": loss.item(), "grad_norm": float(norm),
+                "tokens": len(row.input_ids), "loss_tokens": sum(row.loss_mask), "time/step_s": time.perf_counter() - started,
+            }
+            metrics.write(record)
+            print(f"sft step {step}/{config.sft.epochs * len(data.rows)}  loss {record['loss']:.4f}  {record['time/step_s']:.1f}s", flush=True)
+    final = out / "final"
+    model.save_pretrained(str(final))
+    dump_config(config, final / "training-config.yaml")
+    if config.eval.at_end:
+        model.eval()
+        loop = asyncio.new_event_loop()
+        sampler = rollout_sampler(config.model_copy(update={"sampler": config.sampler.model_copy(update={"backend": "hf"})}), model, tokenizer, secrets)
+        try:
+            from training.evaluation import eval_metrics, evaluate_policy
+
+            results = evaluate_policy(config, out, step, model=model, sampler=sampler, loop=loop, secrets=secrets, final=True)
+            metrics.write({"stage": "eval", "step": step, **eval_metrics(results)})
+        finally:
+            loop.close()
+    metrics.close()
+    return final
