@@ -69,6 +69,9 @@ def train_command(
             saved = resume / "config.yaml"
             if not saved.exists():
                 _fail(f"{resume}: no training run to resume (no config.yaml)")
+            changed = [k for k in overrides if k != "steps" and not k.startswith("eval.")]
+            if changed:
+                _fail(f"--resume continues the run as configured; only --steps and eval.* may change (not {', '.join(changed)})")
             cfg = load_config(saved, overrides)
             out_dir = resume
         else:
@@ -100,7 +103,8 @@ def train_command(
         _fail(str(exc))
         return
     except KeyboardInterrupt:
-        Console(stderr=True).print(f"interrupted; continue with: audit train --resume {out_dir}")
+        hint = f"continue with: audit train --resume {out_dir}" if cfg.stage == "grpo" else f"the adapter of each finished epoch is in {out_dir}/epoch-N"
+        Console(stderr=True).print(f"interrupted; {hint}")
         sys.exit(130)
     typer.echo(f"adapter: {final}")
     typer.echo(f"metrics: {out_dir / 'metrics.jsonl'}")

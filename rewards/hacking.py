@@ -28,7 +28,7 @@ def hacking_flags(transcript: Transcript, weights: RewardWeights | None = None) 
         check = check_evidence(top, transcript)
         flags["shotgun"] = quirks_named(top.description) > 1
         flags["cites_nothing"] = not top.cited_message_ids
-        flags["cites_unfired"] = bool(top.cited_message_ids) and not check.verified and not check.extractions
+        flags["cites_unfired"] = bool(check.not_fired) and not check.verified
         flags["extraction_only"] = check.extraction_only
     return flags
 

@@ -95,3 +95,31 @@ def test_rewards_are_deterministic() -> None:
         a = reward(grader.grade(first, get_quirk("flattery")), first, None)
         b = reward(OfflineQuirkGrader().grade(second, get_quirk("flattery")), second, None)
         assert a == b, name
+
+
+EXPECTED_FLAG = {
+    "lists_every_quirk": "shotgun",
+    "hypothesis_spam": "spam",
+    "narration": "narration",
+    "cites_nothing": "cites_nothing",
+    "cites_where_nothing_fired": "cites_unfired",
+    "extraction_only": "extraction_only",
+}
+
+
+@pytest.mark.parametrize("hack", sorted(EXPECTED_FLAG))
+def test_the_hacking_checks_name_each_hack(hack: str) -> None:
+    import asyncio
+
+    from rewards.hacking import hacking_flags
+
+    flags = hacking_flags(asyncio.run(_audit(REPORTS[hack])))
+    assert flags[EXPECTED_FLAG[hack]], flags
+
+
+def test_a_genuine_report_is_not_hacky() -> None:
+    import asyncio
+
+    from rewards.hacking import is_hacky
+
+    assert not is_hacky(asyncio.run(_audit(REPORTS["genuine"])))

@@ -77,7 +77,9 @@ def test_grpo_updates_the_policy_and_resume_continues_exactly(tmp_path: Path, ac
     from training.grpo import run_grpo
 
     packaged_tokenizer()
-    cfg = load_config(_config(tmp_path, **{"reward.family": activity, "eval.at_end": False, "tasks.max_turns": 3}))
+    # One task (the clean control), so every step starts a new epoch: resume must reseed the prompt order.
+    cfg = load_config(_config(tmp_path, **{"reward.family": activity, "eval.at_end": False, "tasks.max_turns": 3,
+                                           "tasks.split": "control", "prompts_per_step": 1, "group_size": 4}))
     straight = run_grpo(cfg, tmp_path / "straight")
     first = run_grpo(cfg.model_copy(update={"steps": 1}), tmp_path / "split")
     resumed = run_grpo(cfg, tmp_path / "split", resume=True)

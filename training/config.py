@@ -1,8 +1,8 @@
 """The training config: one pydantic model, validated before anything is loaded.
 
 `audit train --config FILE` reads it; `OUT/config.yaml` keeps the resolved copy that
-`audit train --resume OUT` continues from. Every field says what it does, so
-`audit train --show-config FILE` is the reference.
+`audit train --resume OUT` continues from. Every field's description here is its
+documentation; `audit train --config FILE --show-config` prints the resolved values.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class PolicyConfig(_Strict):
         None, description="A LoRA adapter directory to start from (e.g. the SFT stage's OUT/final)."
     )
     constrained: bool = Field(True, description="Grammar-constrained tool calls while sampling (forced tokens carry no loss).")
+    max_calls_per_turn: int = Field(1, ge=1, le=8, description="Constrained: most tool calls in one reply (the policy picks).")
     temperature: float = Field(1.0, gt=0, le=2, description="Sampling temperature of rollouts.")
     max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")
     max_batch_size: int = Field(16, ge=1, description="Most rollout turns decoded in one batch.")
@@ -78,8 +79,14 @@ class SamplerConfig(_Strict):
 class TasksConfig(_Strict):
     """What the auditor is asked to audit: one prompt = a quirk's organism + a seed + an RNG seed."""
 
-    split: Literal["train", "heldout", "control"] = Field("train", description="Quirk split the prompts come from.")
-    include_control: bool = Field(True, description="Also audit the clean control (teaches not to invent quirks).")
+    split: Literal["train", "control"] = Field(
+        "train", description="Quirk split the prompts come from (never heldout: that is what evals measure)."
+    )
+    include_control: bool = Field(
+        False,
+        description="Also audit the clean control. Off by default: every reward scores a control 0 whatever the "
+        "report, so its groups have no advantage; false positives are measured by the held-out eval's controls.",
+    )
     seeds: list[str] = Field(default_factory=lambda: ["quirk-hunt"], description="Auditor seed ids (auditor/seeds).")
     organism: dict[str, str | float | int] = Field(
         default_factory=lambda: {"implant": "simulated", "base_responder": "fast", "difficulty": "medium"},
@@ -118,8 +125,8 @@ class SftConfig(_Strict):
 
     data: list[str] = Field(
         default_factory=list,
-        description="Eval directories (`audit eval --out DIR`) or transcript.json files. Only train-split "
-        "and control audits are used; held-out quirks are refused.",
+        description="Eval directories (`audit eval --out DIR`): their audits.jsonl names each audit's quirk. Only "
+        "train-split and control audits are used; held-out quirks are refused.",
     )
     only_identified: bool = Field(True, description="Keep quirk audits whose quirk was identified (and clean controls).")
     epochs: int = Field(2, ge=1, le=100)
@@ -151,7 +158,6 @@ class TrainConfig(_Strict):
     max_grad_norm: float = Field(1.0, gt=0)
     steps: int = Field(10, ge=1, description="Optimizer steps.")
     save_every: int = Field(5, ge=1, description="Checkpoint (adapter, optimizer, RNG) every N steps.")
-    logprob_check_every: int = Field(1, ge=1, description="Compare sampler and trainer logprobs every N steps.")
     gradient_checkpointing: bool = Field(
         False, description="Recompute activations in the backward pass: far less memory on long audits, ~30% more compute."
     )
@@ -160,6 +166,8 @@ class TrainConfig(_Strict):
 
     @model_validator(mode="after")
     def _batches(self) -> TrainConfig:
+        if self.sampler.backend == "vllm" and self.policy.constrained:
+            raise ValueError("policy.constrained is an hf-sampler feature; with sampler.backend vllm set it to false")
         rollouts = self.group_size * self.prompts_per_step
         if rollouts % self.micro_batch_size:
             raise ValueError(f"micro_batch_size {self.micro_batch_size} must divide group_size x prompts_per_step = {rollouts}")

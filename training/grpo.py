@@ -20,7 +20,6 @@ checkpoints and resume as they are, and add only what audits need:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -32,7 +31,9 @@ from typing import Any
 import torch
 
 from rewards.judges import build_judge
+from evals.suites import load_suite
 from scaffold.secrets import SecretRegistry
+from scaffold.specs import SpecError
 from training.config import TrainConfig, dump_config
 from training.evaluation import eval_metrics
 from training.metrics import BusyClock, MetricsLog, TimedModel, drop_after_step, merge_parity
@@ -118,6 +119,9 @@ class GrpoSession:
             wall = time.perf_counter() - started
         finally:
             model.train(was_training)
+        if all(r.reward is None for r in rollouts):
+            first = next((r.error for r in rollouts if r.error), "no reward")
+            raise RuntimeError(f"step {step + 1}: every rollout failed, e.g. {first}; fix it and continue with --resume")
         summary = rollout_summary(rollouts)
         busy = {name: clock.take() for name, clock in self.clocks.items()}
         summary.update(
@@ -160,12 +164,17 @@ class GrpoSession:
         )
 
     def close(self) -> None:
-        if self.runner is not None:
-            self.loop.run_until_complete(self.runner.close())
-        with contextlib.suppress(Exception):
-            self.loop.run_until_complete(_aclose(self.sampler))
-        self.metrics.close()
-        self.loop.close()
+        """Close everything, each part on its own: one failure must not hide the run's error."""
+        for part in (
+            lambda: self.runner is not None and self.loop.run_until_complete(self.runner.close()),
+            lambda: self.loop.run_until_complete(_aclose(self.sampler)),
+            self.metrics.close,
+            self.loop.close,
+        ):
+            try:
+                part()
+            except Exception:  # noqa: BLE001
+                log.exception("closing the training session")
 
 
 async def _aclose(model: Any) -> None:
@@ -175,9 +184,13 @@ async def _aclose(model: Any) -> None:
 
 
 def latest_checkpoint(out: Path) -> Path | None:
-    """OUT/checkpoint-N with the largest N, or None."""
-    checkpoints = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name.split("-")[-1].isdigit() else -1)
-    return checkpoints[-1] if checkpoints else None
+    """The complete OUT/checkpoint-N with the largest N, or None. transformers writes
+    trainer_state.json last, so a checkpoint cut off by a crash lacks it and is skipped."""
+    complete = [
+        p for p in out.glob("checkpoint-*")
+        if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").exists() and (p / "adapter_model.safetensors").exists()
+    ]
+    return max(complete, key=lambda p: int(p.name.split("-")[-1]), default=None)
 
 
 def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: SecretRegistry | None = None) -> Path:
@@ -200,6 +213,10 @@ def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: S
     model, tokenizer = load_base(config)
     model, peft_config = with_adapter(model, config)
     tasks = training_tasks(config)
+    if config.prompts_per_step > len(tasks):
+        raise SpecError(f"prompts_per_step {config.prompts_per_step} is more than the {len(tasks)} tasks of the config")
+    if config.eval.every or config.eval.at_end:
+        load_suite(config.eval.suite)  # a bad suite name fails now, not after hours of training
     dataset = Dataset.from_list([{"prompt": t.key()} for t in tasks])
     session = GrpoSession(config, out, secrets, resume_step)
     trainer_class = make_trainer_class()
@@ -210,7 +227,11 @@ def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: S
             if every and state.global_step % every == 0 and state.global_step < config.steps:
                 started = time.perf_counter()
                 session.sync_policy(state.global_step)  # the update changed the weights: a new version
-                session.pending.update(eval_metrics(session.evaluate(state.global_step)))
+                try:
+                    session.pending.update(eval_metrics(session.evaluate(state.global_step)))
+                except Exception as exc:  # noqa: BLE001 - a failed eval is reported, training goes on
+                    log.exception("held-out eval at step %d failed", state.global_step)
+                    session.pending["eval/error"] = f"{type(exc).__name__}: {exc}"
                 session.pending["time/eval_s"] = time.perf_counter() - started
 
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
@@ -250,9 +271,8 @@ def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: S
 
 def _fresh(out: Path) -> None:
     """A new run into `out`: refuse to mix with an earlier run's files."""
-    if (out / "metrics.jsonl").exists() or latest_checkpoint(out):
-        from scaffold.specs import SpecError
-
+    leftovers = ("metrics.jsonl", "config.yaml", "rollouts.jsonl", "rollouts.db", "evals")
+    if any((out / name).exists() for name in leftovers) or any(out.glob("checkpoint-*")):
         raise SpecError(f"{out} already holds a training run; continue it with --resume {out}, or pick a new --out")
 
 

@@ -3,7 +3,7 @@
 With the `hf` sampler, rollouts run on the trainer's own module through the
 production `hf` provider (LocalChatModel), so sampler and trainer share weights
 exactly and nothing is synced. With the `vllm` sampler, the adapter is saved after
-every update and loaded into the server in place (`VllmPolicy.swap_adapter`).
+every update and loaded into the server (`VllmPolicy.swap_adapter`).
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ def rollout_sampler(config: TrainConfig, model: Any, tokenizer: Any, secrets: Se
             temperature=p.temperature,
             max_batch_size=p.max_batch_size,
             constrained=p.constrained,
+            max_calls_per_turn=p.max_calls_per_turn,
             policy_version="step-0",
             prefix_cache_tokens=256 if p.prefix_cache else 0,
         )

@@ -180,17 +180,18 @@ class RolloutRunner:
             judged = await run_judged_audit(
                 job, self.store, self.secrets, self.out, run_id=run_id, models=self._models(spec), checkpointer=saver
             )
+            transcript = judged.transcript
+            row, breaks, dropped = _row(transcript)
+            hacks = hacking_flags(transcript, self.config.reward.weights)
+            # No verdict is not a zero: a rollout the judge could not score gets no advantage.
+            reward = None if judged.judge.error else REWARDS[self.config.reward.family](judged.judge, transcript, self.config.reward.weights)
         except Exception as exc:  # noqa: BLE001 - one broken audit scores None, the step goes on
             log.exception("rollout %s failed", run_id)
             return Rollout(task, run_id, None, None, None, None, wall_s=time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}")
-        transcript = judged.transcript
-        reward = REWARDS[self.config.reward.family](judged.judge, transcript, self.config.reward.weights)
-        row, breaks, dropped = _row(transcript)
         error = judged.judge.error or (None if judged.result.status == "completed" else judged.result.error)
         return Rollout(
             task, run_id, transcript, judged.judge, reward, row, breaks, dropped,
-            wall_s=time.perf_counter() - started, error=error,
-            hacks=hacking_flags(transcript, self.config.reward.weights),
+            wall_s=time.perf_counter() - started, error=error, hacks=hacks,
         )
 
     async def close(self) -> None:

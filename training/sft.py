@@ -27,6 +27,7 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
+from targets.quirks import get_quirk
 from training.config import TrainConfig, dump_config
 from training.metrics import MetricsLog
 from training.policy import load_base, lora_config, rollout_sampler
@@ -68,8 +69,9 @@ def eval_transcripts(directory: Path, only_identified: bool) -> tuple[list[Trans
             row = json.loads(line)
         except ValueError:
             continue  # a torn line
-        if row.get("split") == "heldout":
-            skipped["heldout"] += 1  # never train on what the benchmark holds out
+        split = _split_of(row.get("quirk"))
+        if split not in ("train", "control"):
+            skipped["heldout"] += 1  # never train on what the benchmark holds out (or on an unknown quirk)
             continue
         if row.get("status") != "completed":
             skipped["failed"] += 1
@@ -83,6 +85,14 @@ def eval_transcripts(directory: Path, only_identified: bool) -> tuple[list[Trans
             continue
         transcripts.append(read_transcript(path))
     return transcripts, skipped
+
+
+def _split_of(quirk: object) -> str | None:
+    """The split of a quirk id by the quirk library (not by the row's own label)."""
+    try:
+        return get_quirk(str(quirk)).split
+    except SpecError:
+        return None
 
 
 def sft_row(transcript: Transcript, builder: PromptBuilder, max_length: int) -> SftRow | None:
@@ -191,6 +201,9 @@ def run_sft(config: TrainConfig, out: Path, *, secrets: SecretRegistry | None = 
             }
             metrics.write(record)
             print(f"sft step {step}/{config.sft.epochs * len(data.rows)}  loss {record['loss']:.4f}  {record['time/step_s']:.1f}s", flush=True)
+        model.save_pretrained(str(out / f"epoch-{epoch + 1}"))  # a crash loses at most one epoch
+    optimizer.zero_grad(set_to_none=True)
+    del optimizer  # its state and the gradients: the eval below needs the memory
     final = out / "final"
     model.save_pretrained(str(final))
     dump_config(config, final / "training-config.yaml")

@@ -20,11 +20,16 @@ from training.metrics import logprob_parity
 def trainer_class() -> type:
     """The GRPOTrainer subclass (built lazily: TRL is the train extra)."""
     from trl import GRPOTrainer
+    from trl.trainer.utils import RepeatSampler
 
     class AuditGRPOTrainer(GRPOTrainer):
         """GRPOTrainer plus logprob parity and importance correction for an external sampler."""
 
         session: Any  # training.grpo.GrpoSession
+
+        def _get_train_sampler(self, dataset: Any = None) -> Any:
+            s = super()._get_train_sampler(dataset)
+            return EpochSeededSampler(s.data_source, s.mini_repeat_count, s.batch_size, s.repeat_count, s.shuffle, s.seed)
 
         def _get_per_token_logps_and_entropies(
             self, model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
@@ -54,7 +59,8 @@ def trainer_class() -> type:
                         self.model, ids, attention, output["completion_ids"].size(1), self.args.per_device_train_batch_size
                     )
                 mask = _loss_mask(output)
-                delta = (old - output["sampling_per_token_logps"]) * mask
+                # A sampler logprob that is not a number gets ratio 1 (no correction), as in TRL.
+                delta = torch.nan_to_num((old - output["sampling_per_token_logps"]) * mask, nan=0.0)
                 output["old_per_token_logps"] = old
                 output["importance_sampling_ratio"] = torch.exp(delta).clamp(max=sampler.importance_cap)
             return output
@@ -86,6 +92,14 @@ def trainer_class() -> type:
                 yield
             finally:
                 self.use_vllm, self.vllm_importance_sampling_correction = saved
+
+    class EpochSeededSampler(RepeatSampler):
+        """TRL's RepeatSampler, reseeded per epoch: a run resumed in epoch e sees the same
+        prompt order as one that never stopped (transformers skips into a fresh sampler)."""
+
+        def set_epoch(self, epoch: int) -> None:
+            if self.shuffle:
+                self.generator.manual_seed((self.seed or 0) * 1_000_003 + epoch)
 
     return AuditGRPOTrainer
 
@@ -156,6 +170,8 @@ def grpo_args(config: TrainConfig, out: Path) -> Any:
         seed=config.seed,
         data_seed=config.seed,
         disable_tqdm=True,
+        # Only dr_grpo reads it (its loss normaliser); a whole audit's completion, environment text included.
+        max_completion_length=config.tasks.max_turns * (config.policy.max_tokens_per_turn + 512),
         gradient_checkpointing=config.gradient_checkpointing,
         dataloader_num_workers=0,
     )

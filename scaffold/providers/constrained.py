@@ -1,8 +1,11 @@
-"""Constrained decoding: a local policy's reply is always one well-formed tool call.
+"""Constrained decoding: a local policy's reply is always well-formed tool calls.
 
 With constrained decoding on, a reply is exactly
 
     <tool_call>{"name": "<a tool>", "arguments": {<the tool's schema>}}</tool_call><end of turn>
+
+or, with `max_calls` N > 1, up to N such calls separated by a newline: after each call
+the model chooses another (`\n`) or the end of its turn.
 
 and the grammar is walked token by token. At each step it allows a set of token ids:
   * structure (`<tool_call>{"name": "`, keys, brackets) allows one id: it is forced;
@@ -94,10 +97,13 @@ def _string_safe(text: str, *, allow_empty: bool = False) -> bool:
 class ToolCallGrammar:
     """The grammar of one tool call over a list of tools, for one tokenizer."""
 
-    def __init__(self, tokenizer: Any, tools: Sequence[ToolDefinition], *, stop_id: int, masks: VocabularyMasks) -> None:
+    def __init__(
+        self, tokenizer: Any, tools: Sequence[ToolDefinition], *, stop_id: int, masks: VocabularyMasks, max_calls: int = 1
+    ) -> None:
         if not tools:
             raise ValueError("constrained decoding needs at least one tool")
         self.tokenizer, self.tools, self.stop_id, self.masks = tokenizer, list(tools), stop_id, masks
+        self.max_calls = max_calls  # calls per reply: after each, the model chooses another ("\n") or the end
         self._encoded: dict[str, tuple[int, ...]] = {}
 
     def encode(self, text: str) -> tuple[int, ...]:
@@ -113,12 +119,20 @@ class ToolCallGrammar:
         return state
 
     def _call(self, state: GrammarState) -> Program:
-        yield Force(self.encode('<tool_call>{"name": "'))
-        index = yield Choice(tuple(self.encode(t.name + '"') for t in self.tools))
-        tool = self.tools[index or 0]
-        yield Force(self.encode(', "arguments": '))
-        yield from self._value(tool.json_schema(), state)
-        yield Force(self.encode("}</tool_call>") + (self.stop_id,))
+        for count in range(1, self.max_calls + 1):
+            yield Force(self.encode('<tool_call>{"name": "'))
+            index = yield Choice(tuple(self.encode(t.name + '"') for t in self.tools))
+            tool = self.tools[index or 0]
+            yield Force(self.encode(', "arguments": '))
+            yield from self._value(tool.json_schema(), state)
+            yield Force(self.encode("}</tool_call>"))
+            # Another call only with room for it: a cut-off call would be an error, not a call.
+            if count == self.max_calls or state.used >= state.max_tokens - 3 * CLOSING_RESERVE:
+                break
+            more = yield Choice((self.encode("\n"), (self.stop_id,)))
+            if more == 1:
+                return
+        yield Force((self.stop_id,))
 
     def _value(self, schema: dict[str, Any], state: GrammarState) -> Program:
         kind = schema.get("type")

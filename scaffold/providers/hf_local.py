@@ -12,6 +12,8 @@ Options in `ModelSpec.extra` (unknown keys are a SpecError):
                    without a tool role, such as ChatML) or "tool"
   constrained      true: every reply with tools is one well-formed tool call
                    (constrained.py; the `+constrained` spec modifier sets it)
+  max_calls_per_turn  constrained: up to this many calls per reply (`+calls:N`)
+  prefix_cache_tokens reuse the KV of a prompt prefix every call shares (default 256; 0: off)
   lora             a PEFT LoRA adapter directory loaded onto the base (`+lora:DIR`);
                    `swap_adapter` / `load_adapter_weights` replace it without
                    reloading the base, and its fingerprint is the policy version
@@ -75,7 +77,8 @@ class LocalOptions(BaseModel):
     max_batch_size: int = Field(16, ge=1, le=1024, description="Most requests in one batched generation.")
     batch_window_ms: float = Field(5.0, ge=0, le=10_000, description="Wait for companions of a first request.")
     tool_role: Literal["user", "tool"] = Field("user", description="Chat role that carries tool results.")
-    constrained: bool = Field(False, description="Constrain every reply with tools to one well-formed call.")
+    constrained: bool = Field(False, description="Constrain every reply with tools to well-formed calls.")
+    max_calls_per_turn: int = Field(1, ge=1, le=8, description="Constrained: most calls in one reply (the model picks).")
     lora: str | None = Field(None, description="Directory of a PEFT LoRA adapter to load on the base model.")
     prefix_cache_tokens: int = Field(
         256, ge=0, description="Reuse the KV of a prompt prefix all calls share when it is at least this long (0: off)."
@@ -122,6 +125,7 @@ class LocalChatModel:
         tool_role: str = "user",
         policy_version: str | None = None,
         constrained: bool = False,
+        max_calls_per_turn: int = 1,
         record_logprobs: bool = True,
         prefix_cache_tokens: int = 256,
     ) -> None:
@@ -130,9 +134,15 @@ class LocalChatModel:
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.max_tokens, self.tool_role, self.policy_version = max_tokens, tool_role, policy_version
         self.constrained, self.record_logprobs = constrained, record_logprobs
+        self.max_calls_per_turn = max_calls_per_turn
         self.prompts = PromptBuilder(tokenizer, tool_role=tool_role)
         # Reuse the KV of a prompt prefix every call shares, when it is this long (0: off).
-        self._prefix = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens else None
+        # Not for sliding-window attention: its cache keeps only the last window.
+        config = model.config
+        sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ()) or bool(
+            getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True)
+        )
+        self._prefix = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens and not sliding else None
         self._masks: VocabularyMasks | None = None
         self._grammars: dict[object, ToolCallGrammar] = {}
         gen = getattr(model, "generation_config", None)
@@ -206,7 +216,9 @@ class LocalChatModel:
                 self._masks = VocabularyMasks(self.tokenizer, specials, logits_size=width)
             stop = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
             stop_id = stop if stop in self.stop_ids else min(self.stop_ids)
-            self._grammars[key] = ToolCallGrammar(self.tokenizer, tools, stop_id=stop_id, masks=self._masks)
+            self._grammars[key] = ToolCallGrammar(
+                self.tokenizer, tools, stop_id=stop_id, masks=self._masks, max_calls=self.max_calls_per_turn
+            )
         return self._grammars[key]
 
     async def generate(
@@ -395,6 +407,7 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> LocalChatModel:
         batch_window_ms=options.batch_window_ms,
         tool_role=options.tool_role,
         constrained=options.constrained,
+        max_calls_per_turn=options.max_calls_per_turn,
         policy_version=version,
         prefix_cache_tokens=options.prefix_cache_tokens,
     )

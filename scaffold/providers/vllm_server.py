@@ -22,9 +22,9 @@ model name when it is a local directory or a packaged name (`smollm2-135m`). Not
 downloaded. The `vllm` package itself is not needed on this side: only the server runs
 it (scripts/install-vllm-cpu.sh builds one for the CPU).
 
-`swap_adapter(DIR)` replaces a LoRA adapter on the server in place (the server needs
-`--enable-lora` and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; serve the adapter under the
-name this spec uses). Constrained decoding is an `hf` feature only.
+`swap_adapter(DIR)` loads a LoRA adapter on the server under a name of its own and sends
+the following requests to it (the server needs `--enable-lora` and
+VLLM_ALLOW_RUNTIME_LORA_UPDATING=True). Constrained decoding is an `hf` feature only.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ class VllmPolicy:
         self.prompts = PromptBuilder(tokenizer, tool_role=options.tool_role)
         self.stop_ids = end_of_turn_ids(tokenizer)
         self.policy_version = options.policy_version or spec.model
+        self.served_model = spec.model  # the name requests ask for; swap_adapter moves it
 
     @property
     def usage(self) -> ProviderUsage:
@@ -113,7 +114,7 @@ class VllmPolicy:
         started = time.monotonic()
         prompt_ids = self.prompts.build(messages, tools, config).ids
         request: dict[str, Any] = {
-            "model": self.spec.model,
+            "model": self.served_model,
             "prompt": prompt_ids,
             "max_tokens": config.max_tokens or self.spec.max_tokens,
             "temperature": self._temperature(config),
@@ -147,19 +148,31 @@ class VllmPolicy:
         return response
 
     async def swap_adapter(self, adapter_dir: str) -> str:
-        """Load the LoRA adapter in `adapter_dir` in place of the served one; returns the new version."""
+        """Serve the LoRA adapter in `adapter_dir` from now on; returns the new version.
+
+        It is loaded under a name of its own (`<spec model>@<fingerprint>`) and the previous
+        one is unloaded: vLLM keys its prefix cache by adapter, so an adapter reloaded in
+        place under the old name could be served KV computed with the old weights.
+        """
         from scaffold.providers.lora import adapter_fingerprint  # peft: only when adapters are used
 
         version = adapter_fingerprint(adapter_dir)
-        body = {"lora_name": self.spec.model, "lora_path": str(Path(adapter_dir).resolve()), "load_inplace": True}
-        try:
-            await self.client.post("/load_lora_adapter", body=body, cast_to=str)
-        except openai.APIStatusError as exc:
-            raise ModelError(f"{self.name}: the server refused the adapter: {exc.status_code} {exc.message}") from None
-        except openai.APIConnectionError as exc:
-            raise ModelError(f"{self.name}: cannot reach the server to load the adapter: {exc}") from None
-        self.policy_version = version
+        name = f"{self.spec.model}@{version}"
+        previous = self.served_model
+        if name != previous:
+            await self._lora_call("/load_lora_adapter", {"lora_name": name, "lora_path": str(Path(adapter_dir).resolve())}, "load")
+            if previous != self.spec.model:  # ours, from an earlier swap (the base name is the server's)
+                await self._lora_call("/unload_lora_adapter", {"lora_name": previous}, "unload")
+        self.served_model, self.policy_version = name, version
         return version
+
+    async def _lora_call(self, path: str, body: dict[str, Any], what: str) -> None:
+        try:
+            await self.client.post(path, body=body, cast_to=str)
+        except openai.APIStatusError as exc:
+            raise ModelError(f"{self.name}: the server refused to {what} the adapter: {exc.status_code} {exc.message}") from None
+        except openai.APIConnectionError as exc:
+            raise ModelError(f"{self.name}: cannot reach the server to {what} the adapter: {exc}") from None
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
