@@ -93,6 +93,9 @@ def test_grpo_updates_the_policy_and_resume_continues_exactly(tmp_path: Path, ac
     assert any(r["reward/std"] > 0 for r in steps) and any(abs(r["loss"]) > 0 for r in steps)
     resumed_steps = [r for r in read_metrics(tmp_path / "split") if r["stage"] == "grpo"]
     assert [r["reward/mean"] for r in resumed_steps] == [r["reward/mean"] for r in steps]
+    again = run_grpo(cfg, tmp_path / "split", resume=True)  # already at its last step: nothing more to train
+    assert len([r for r in read_metrics(tmp_path / "split") if r["stage"] == "grpo"]) == 2
+    assert all(torch.equal(_adapter(again)[k], b[k]) for k in b)
 
 
 def test_logprob_parity_statistics() -> None:

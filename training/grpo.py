@@ -255,7 +255,11 @@ def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: S
     trainer.remove_callback(PrinterCallback)  # our progress line replaces TRL's dict dump
     session.attach(trainer, tokenizer)
     try:
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        if checkpoint is not None and resume_step is not None and resume_step >= config.steps:
+            # Already there: transformers would still take one more step from a checkpoint at max_steps.
+            _load_adapter(trainer.model, checkpoint)
+        else:
+            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         final = out / "final"
         trainer.model.save_pretrained(str(final))
         dump_config(config, final / "training-config.yaml")
@@ -267,6 +271,14 @@ def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: S
     finally:
         session.close()
     return final
+
+
+def _load_adapter(model: Any, checkpoint: Path) -> None:
+    """Put a checkpoint's LoRA weights into the trainer's model."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    set_peft_model_state_dict(model, load_file(str(checkpoint / "adapter_model.safetensors")))
 
 
 def _fresh(out: Path) -> None:
