@@ -162,3 +162,20 @@ def test_a_trained_adapter_audits_through_audit_eval(tmp_path: Path) -> None:
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     results = json.loads((tmp_path / "eval" / "results.json").read_text())
     assert results["aggregates"]["failed"] == 0 and results["aggregates"]["valid_tool_call_rate"] == 1.0
+
+
+def test_the_plot_script_draws_every_run(tmp_path: Path) -> None:
+    from training.plots import main
+
+    for name, rewards in (("grounded", [0.1, 0.3]), ("binary", [0.5, 0.9])):
+        run = tmp_path / name
+        run.mkdir()
+        lines = [{"stage": "grpo", "step": i + 1, "reward/mean": r, "reward/std": 0.1, "strategy_entropy_bits": 1.0,
+                  "hacky_rate": 0.0} for i, r in enumerate(rewards)]
+        lines.append({"stage": "eval", "step": 2, "eval/detection_rate": 0.25})
+        (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"torn')
+    png = tmp_path / "curves.png"
+    main([str(tmp_path / "grounded"), str(tmp_path / "binary"), "--png", str(png)])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing")])

@@ -49,10 +49,12 @@ def plot_runs(runs: list[Path], png: Path) -> Path:
                     lo = [v - s for v, s in zip(values, stds)]
                     hi = [v + s for v, s in zip(values, stds)]
                     ax.fill_between(steps, lo, hi, alpha=0.15, color=line.get_color())
-            ax.set_title(title, fontsize=10)
-            ax.set_xlabel("step")
-    for ax in axes:
+    for ax, (key, title) in zip(axes, PANELS, strict=True):
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("step")
         ax.grid(alpha=0.3)
+        if not ax.lines:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
