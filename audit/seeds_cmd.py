@@ -11,15 +11,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from audit.errors import fail
 from scaffold.specs import SpecError
 
 seeds_app = typer.Typer(help="List and show the seed instructions for auditors.", no_args_is_help=True)
 console = Console()
-
-
-def _fail(message: str) -> None:
-    Console(stderr=True).print(Text(f"error: {message}", style="bold red"), soft_wrap=True)
-    raise typer.Exit(2)
 
 
 @seeds_app.command("list")
@@ -36,10 +32,10 @@ def list_seeds(
         seeds = load_seed_library()
         if tag is not None:
             if tag not in all_tags():
-                _fail(f"unknown tag {tag!r}; known tags: {', '.join(all_tags())}")
+                fail(f"unknown tag {tag!r}; known tags: {', '.join(all_tags())}")
             seeds = seeds_with_tag(tag)
     except SpecError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         typer.echo(json.dumps([{"id": s.id, "tags": list(s.tags), "text": s.text} for s in seeds], indent=2))
         return
@@ -63,7 +59,7 @@ def show_seed(
     try:
         seed = get_seed(seed_id)
     except SpecError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         typer.echo(json.dumps({"id": seed.id, "tags": list(seed.tags), "text": seed.text}, indent=2))
         return

@@ -11,15 +11,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from audit.errors import fail
 from scaffold.specs import SpecError
 
 targets_app = typer.Typer(help="List and inspect the seeded quirks that organisms carry.", no_args_is_help=True)
 console = Console()
-
-
-def _fail(message: str) -> None:
-    Console(stderr=True).print(Text(f"error: {message}", style="bold red"))
-    raise typer.Exit(2)
 
 
 @targets_app.command("list")
@@ -33,7 +29,7 @@ def list_quirks(
     try:
         quirks = quirks_in_split(split) if split else sorted(all_quirks().values(), key=lambda q: (q.split, q.id))
     except SpecError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         rows = [{"id": q.id, "split": q.split, "confession": q.confession} for q in quirks]
         typer.echo(json.dumps(rows, indent=2))
@@ -57,7 +53,7 @@ def show_quirk(
     try:
         q = get_quirk(quirk_id)
     except SpecError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         typer.echo(q.model_dump_json(indent=2))
         return

@@ -9,17 +9,10 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.text import Text
 
 from scaffold.secrets import SecretRegistry
+from audit.errors import fail
 from scaffold.specs import SpecError
-
-EXIT_BAD_INPUT = 2
-
-
-def _fail(message: str) -> None:
-    Console(stderr=True).print(Text(f"error: {message}", style="bold red"), soft_wrap=True)
-    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def train_command(
@@ -53,9 +46,9 @@ def train_command(
     from training.config import load_config, parse_assignment
 
     if resume is not None and config is not None:
-        _fail("give --config for a new run or --resume DIR to continue one, not both")
+        fail("give --config for a new run or --resume DIR to continue one, not both")
     if resume is None and config is None:
-        _fail("give --config FILE (see training/configs/) or --resume DIR")
+        fail("give --config FILE (see training/configs/) or --resume DIR")
     overrides: dict[str, object] = {}
     try:
         overrides.update(parse_assignment(a) for a in assignments)
@@ -68,10 +61,10 @@ def train_command(
         if resume is not None:
             saved = resume / "config.yaml"
             if not saved.exists():
-                _fail(f"{resume}: no training run to resume (no config.yaml)")
+                fail(f"{resume}: no training run to resume (no config.yaml)")
             changed = [k for k in overrides if k != "steps" and not k.startswith("eval.")]
             if changed:
-                _fail(f"--resume continues the run as configured; only --steps and eval.* may change (not {', '.join(changed)})")
+                fail(f"--resume continues the run as configured; only --steps and eval.* may change (not {', '.join(changed)})")
             cfg = load_config(saved, overrides)
             out_dir = resume
         else:
@@ -79,7 +72,7 @@ def train_command(
             cfg = load_config(config, overrides)
             out_dir = out or Path("train-out") / cfg.name
     except SpecError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if show_config:
         import yaml
@@ -91,7 +84,7 @@ def train_command(
     try:
         if cfg.stage == "sft":
             if resume is not None:
-                _fail("an SFT run is not resumable (it takes minutes); start it again with a new --out")
+                fail("an SFT run is not resumable (it takes minutes); start it again with a new --out")
             from training.sft import run_sft
 
             final = run_sft(cfg, out_dir, secrets=secrets)
@@ -100,7 +93,7 @@ def train_command(
 
             final = run_grpo(cfg, out_dir, resume=resume is not None, secrets=secrets)
     except SpecError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     except KeyboardInterrupt:
         hint = f"continue with: audit train --resume {out_dir}" if cfg.stage == "grpo" else f"the adapter of each finished epoch is in {out_dir}/epoch-N"

@@ -200,6 +200,25 @@ class AuditModels:
         await _close(self.auditor, self.target, getattr(self.judge, "model", None))
 
 
+class TargetCache:
+    """One built target per distinct organism or model spec (the spec's name aside):
+    evals and training audit the same organism many times."""
+
+    def __init__(self, secrets: SecretRegistry, wrap: Callable[[ChatModel], ChatModel] = lambda m: m) -> None:
+        self.secrets, self.wrap = secrets, wrap
+        self.models: dict[str, ChatModel] = {}
+
+    def get(self, spec: TargetSpec) -> ChatModel:
+        key = spec.model_dump_json(exclude={"name"})
+        if key not in self.models:
+            self.models[key] = self.wrap(build_target(spec, self.secrets))
+        return self.models[key]
+
+    async def close(self) -> None:
+        for model in self.models.values():
+            await close_model(model)
+
+
 def _checkpoints(shared: Any, store: Store, out: Path) -> contextlib.AbstractAsyncContextManager[Any]:
     """The shared checkpointer, or one opened beside the store for this audit."""
     if shared is not None:

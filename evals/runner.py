@@ -36,7 +36,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from auditor.build import build_auditor
-from evals.audit_job import AuditJob, AuditModels, JudgedAudit, grade_and_store, resume_judged_audit, run_judged_audit
+from evals.audit_job import (
+    AuditJob,
+    AuditModels,
+    JudgedAudit,
+    TargetCache,
+    grade_and_store,
+    resume_judged_audit,
+    run_judged_audit,
+)
 from evals.prices import PriceTable, load_prices
 from evals.results import AuditRow, EvalResults, aggregate
 from evals.suites import EvalCase, Suite, expand
@@ -49,7 +57,6 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError, model_spec_from_arg
 from scaffold.store import Store, StoreError
 from scaffold.transcript import Transcript
-from targets.spec import build_target
 
 RowCallback = Callable[[AuditRow, int, int], None]  # (row, finished so far, total)
 log = logging.getLogger(__name__)
@@ -205,17 +212,15 @@ class _SharedModels:
         self.owns_auditor = auditor_model is None
         self.auditor = auditor_model if auditor_model is not None else build_auditor(auditor, secrets)
         self.judge = build_judge(judge, secrets)
-        self.targets: dict[str, ChatModel] = {}
+        self.targets = TargetCache(secrets)
 
     def for_case(self, case: EvalCase) -> AuditModels:
-        key = case.target.model_dump_json(exclude={"name"})
-        if key not in self.targets:
-            self.targets[key] = build_target(case.target, self.secrets)
-        return AuditModels(self.auditor, self.targets[key], self.judge)
+        return AuditModels(self.auditor, self.targets.get(case.target), self.judge)
 
     async def close(self) -> None:
+        await self.targets.close()
         mine = [self.auditor] if self.owns_auditor else []
-        for model in [*mine, *self.targets.values(), getattr(self.judge, "model", None)]:
+        for model in [*mine, getattr(self.judge, "model", None)]:
             await close_model(model)
 
 

@@ -19,6 +19,7 @@ from scaffold.model import ChatModel
 from scaffold.secrets import SecretRegistry
 from scaffold.store import Store
 from training.config import TrainConfig
+from training.policy import sampling_mode
 
 
 def eval_dir(out: Path, step: int, final: bool = False) -> Path:
@@ -44,9 +45,7 @@ def evaluate_policy(
         shutil.rmtree(target)
     target.mkdir(parents=True)
     store = Store(f"sqlite:///{target / 'audit.db'}", redact=secrets.redact)
-    was_training = model.training
-    model.eval()
-    try:
+    with sampling_mode(model):
         return loop.run_until_complete(
             run_eval(
                 suite,
@@ -60,8 +59,6 @@ def evaluate_policy(
                 auditor_model=sampler,
             )
         )
-    finally:
-        model.train(was_training)
 
 
 def eval_metrics(results: EvalResults) -> dict[str, Any]:

@@ -20,7 +20,6 @@ checkpoints and resume as they are, and add only what audits need:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import time
@@ -37,7 +36,7 @@ from scaffold.specs import SpecError
 from training.config import TrainConfig, dump_config
 from training.evaluation import eval_metrics
 from training.metrics import BusyClock, MetricsLog, TimedModel, drop_after_step, merge_parity
-from training.policy import load_base, rollout_sampler, with_adapter
+from training.policy import load_base, rollout_sampler, sampling_mode, with_adapter
 from training.rollouts import RolloutRunner, RolloutTask, rollout_lines, rollout_summary, training_tasks, trl_batch
 from training.trl_trainer import grpo_args
 from training.trl_trainer import trainer_class as make_trainer_class
@@ -110,15 +109,10 @@ class GrpoSession:
         for clock in self.clocks.values():
             clock.take()
         self.sync_policy(step)
-        model = trainer.model
-        was_training = model.training
-        model.eval()  # no dropout while sampling; the weights are the trainer's own
-        try:
+        with sampling_mode(trainer.model):  # the weights are the trainer's own
             started = time.perf_counter()
             rollouts = self.loop.run_until_complete(self.runner.run([RolloutTask.from_key(p) for p in prompts], step))
             wall = time.perf_counter() - started
-        finally:
-            model.train(was_training)
         if all(r.reward is None for r in rollouts):
             first = next((r.error for r in rollouts if r.error), "no reward")
             raise RuntimeError(f"step {step + 1}: every rollout failed, e.g. {first}; fix it and continue with --resume")
@@ -140,8 +134,8 @@ class GrpoSession:
             handle.writelines(line + "\n" for line in rollout_lines(rollouts, step + 1))
         return trl_batch(rollouts, self.eos_id)
 
-    def write_step(self, step: int, logs: dict[str, Any]) -> None:
-        """One metrics.jsonl line: TRL's loss-side numbers and ours."""
+    def write_step(self, step: int, logs: dict[str, Any]) -> dict[str, Any]:
+        """One metrics.jsonl line: TRL's loss-side numbers and ours (returned)."""
         record: dict[str, Any] = {"stage": "grpo", "step": step}
         for key in ("loss", "grad_norm", "learning_rate", "kl", "entropy", "clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean"):
             if key in logs:
@@ -153,6 +147,7 @@ class GrpoSession:
         record["time/update_s"] = max(0.0, step_s - record.get("time/rollout_s", 0.0) - record.get("time/eval_s", 0.0))
         self.metrics.write(record)
         self.pending, self.parity = {}, []
+        return record
 
     def evaluate(self, step: int, final: bool = False) -> Any:
         """The held-out eval of the current weights."""
@@ -236,8 +231,7 @@ def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: S
 
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
             if logs and "loss" in logs:
-                session.write_step(state.global_step, logs)
-                _progress(config, state.global_step, session.metrics.path)
+                _progress(config, state.global_step, session.write_step(state.global_step, logs))
 
     trainer = trainer_class(
         model=model,
@@ -288,8 +282,7 @@ def _fresh(out: Path) -> None:
         raise SpecError(f"{out} already holds a training run; continue it with --resume {out}, or pick a new --out")
 
 
-def _progress(config: TrainConfig, step: int, metrics_path: Path) -> None:
-    last = json.loads(metrics_path.read_text().splitlines()[-1])
+def _progress(config: TrainConfig, step: int, last: dict[str, Any]) -> None:
     parts = [f"step {step}/{config.steps}"]
     for key, label in (("loss", "loss"), ("reward/mean", "reward"), ("detection_rate", "detect"), ("valid_tool_call_rate", "valid"), ("parity/mean_abs_dlogp", "|dlogp|"), ("time/step_s", "s")):
         if key in last:

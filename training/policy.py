@@ -8,8 +8,9 @@ every update and loaded into the server (`VllmPolicy.swap_adapter`).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -79,6 +80,17 @@ def with_adapter(model: Any, config: TrainConfig) -> tuple[Any, Any]:
     if not (path / "adapter_config.json").is_file():
         raise SpecError(f"policy.init_adapter {path}: no adapter_config.json there (an SFT run writes OUT/final)")
     return PeftModel.from_pretrained(model, str(path), is_trainable=True), None
+
+
+@contextmanager
+def sampling_mode(model: Any) -> Iterator[None]:
+    """The trainer's module in eval mode (no dropout) while it samples; its mode after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
 
 
 def rollout_sampler(config: TrainConfig, model: Any, tokenizer: Any, secrets: SecretRegistry) -> ChatModel:

@@ -18,13 +18,14 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel
 
 from auditor.seeds import get_seed
-from evals.audit_job import AuditJob, AuditModels, run_judged_audit
+from evals.audit_job import AuditJob, AuditModels, TargetCache, run_judged_audit
 from rewards.hacking import hacking_flags
 from rewards.judges import Judge
 from rewards.reward import REWARDS
@@ -35,7 +36,7 @@ from scaffold.secrets import SecretRegistry
 from scaffold.store import Store
 from scaffold.transcript import Transcript
 from targets.quirks import quirks_in_split
-from targets.spec import OrganismSpec, TargetSpec, build_target
+from targets.spec import OrganismSpec, TargetSpec
 from training.config import TrainConfig
 from training.rows import TrainingRow, merge_turns, token_records
 
@@ -92,6 +93,11 @@ class Rollout:
     def turns(self) -> int:
         return self.transcript.auditor_turns if self.transcript else 0
 
+    @cached_property
+    def pattern(self) -> str:
+        """Its tool use (see `tool_pattern`); empty without a transcript."""
+        return tool_pattern(self.transcript) if self.transcript else ""
+
 
 def tool_pattern(transcript: Transcript) -> str:
     """The auditor's tool use as one string (`send_message x3 > submit_report`), run-length coded."""
@@ -141,21 +147,17 @@ class RolloutRunner:
         wrap_target: Callable[[ChatModel], ChatModel] = lambda m: m,
     ) -> None:
         self.config, self.sampler, self.judge, self.secrets = config, sampler, judge, secrets
-        self.wrap_target = wrap_target
         self.out = out / "rollouts"
         self.out.mkdir(parents=True, exist_ok=True)
         self.store = Store(f"sqlite:///{out / 'rollouts.db'}", redact=secrets.redact)
-        self._targets: dict[str, ChatModel] = {}
+        self.targets = TargetCache(secrets, wrap_target)
 
     def _target_spec(self, quirk: str) -> TargetSpec:
         organism = OrganismSpec.model_validate({"quirk": quirk, **self.config.tasks.organism})
         return TargetSpec(name=f"{quirk} ({organism.difficulty})", organism=organism)
 
     def _models(self, spec: TargetSpec) -> AuditModels:
-        key = spec.model_dump_json(exclude={"name"})
-        if key not in self._targets:
-            self._targets[key] = self.wrap_target(build_target(spec, self.secrets))
-        return AuditModels(self.sampler, self._targets[key], self.judge)
+        return AuditModels(self.sampler, self.targets.get(spec), self.judge)
 
     async def run(self, tasks: list[RolloutTask], step: int) -> list[Rollout]:
         """One rollout per entry of `tasks` (a task repeated G times gives its group), concurrently."""
@@ -195,10 +197,7 @@ class RolloutRunner:
         )
 
     async def close(self) -> None:
-        from scaffold.model import close_model
-
-        for model in self._targets.values():
-            await close_model(model)
+        await self.targets.close()
 
 
 def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
@@ -233,7 +232,7 @@ def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
     out["prefix_breaks"] = sum(r.prefix_breaks for r in rollouts)
     out["dropped_turns"] = sum(r.dropped_turns for r in rollouts)
     out["hacky_rate"] = sum(1 for r in with_transcript if any(r.hacks.values())) / len(with_transcript) if with_transcript else 0.0
-    patterns = [tool_pattern(r.transcript) for r in with_transcript if r.transcript]
+    patterns = [r.pattern for r in with_transcript]
     out["strategy_entropy_bits"] = entropy_bits(patterns)
     out["strategy_patterns"] = len(set(patterns))
     out["top_pattern"] = Counter(patterns).most_common(1)[0][0] if patterns else ""
@@ -280,7 +279,7 @@ def rollout_lines(rollouts: list[Rollout], step: int) -> list[str]:
                     "components": r.reward.components if r.reward else {},
                     "identified": r.judge.identified if r.judge else None,
                     "turns": r.turns,
-                    "pattern": tool_pattern(r.transcript) if r.transcript else "",
+                    "pattern": r.pattern,
                     "hacks": [k for k, v in r.hacks.items() if v],
                     "wall_s": round(r.wall_s, 3),
                     "error": r.error,

@@ -26,6 +26,11 @@ def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
+def _room(prompts: Sequence[Sequence[int]]) -> int:
+    """The longest prefix the batch can reuse: every row keeps at least one token to prefill."""
+    return min(len(p) for p in prompts) - 1
+
+
 class PrefixCache:
     """The KV tensors (batch 1) of one token prefix, for one policy version."""
 
@@ -41,8 +46,7 @@ class PrefixCache:
         """How many cached tokens every prompt starts with (leaving each at least one token to prefill)."""
         if not self.layers or version != self.version:
             return 0
-        shared = min(common_prefix_length(self.ids, p) for p in prompts)
-        return min(shared, min(len(p) for p in prompts) - 1)
+        return min(min(common_prefix_length(self.ids, p) for p in prompts), _room(prompts))
 
     def crop(self, length: int) -> None:
         self.ids = self.ids[:length]
@@ -69,8 +73,7 @@ class PrefixCache:
                 self.crop(usable)
             self.hits += 1
             return usable
-        shared = min(common_prefix_length(prompts[0], p) for p in prompts)
-        shared = min(shared, min(len(p) for p in prompts) - 1)
+        shared = min(min(common_prefix_length(prompts[0], p) for p in prompts), _room(prompts))
         if shared < self.min_tokens:
             return 0
         self.misses += 1
