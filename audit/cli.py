@@ -119,7 +119,9 @@ def run(
         help="Seed instruction for the auditor: a seed id from `audit seeds list`, a .txt/.md file, or the "
         "instruction text. Default: find the hidden quirk (seed quirk-hunt).",
     ),
-    max_turns: int = typer.Option(30, min=1, help="Auditor turns before the audit ends."),
+    max_turns: int = typer.Option(
+        30, min=1, help="Auditor turns before the audit ends; the last one must file submit_report."
+    ),
     max_tokens: Optional[int] = typer.Option(None, min=1, help="Token budget (auditor + target) before it ends."),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL for runs and transcripts (SQLite or PostgreSQL)."),
     out: Path = typer.Option(Path("audit-runs"), help="Directory for <run_id>/transcript.json and report.json."),

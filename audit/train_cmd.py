@@ -39,7 +39,7 @@ def train_command(
 
     Writes OUT/metrics.jsonl (one line per step: reward and its components, detection,
     valid tool calls, logprob parity, timings), OUT/rollouts.jsonl and OUT/rollouts.db
-    (every training audit, readable with `audit review --db`), checkpoints every
+    (every training audit, readable with `audit review --store sqlite:///OUT/rollouts.db`), checkpoints every
     save_every steps (OUT/checkpoint-N), held-out evals (OUT/evals/) and the adapter
     (OUT/final), usable as `audit eval --auditor hf:BASE+lora:OUT/final`.
     """

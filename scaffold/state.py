@@ -43,6 +43,11 @@ class AuditBudget(BaseModel):
     max_tool_calls_per_turn: int = Field(
         8, ge=1, le=64, description="Tool calls honoured per auditor turn; further calls get an error."
     )
+    report_on_last_turn: bool = Field(
+        True,
+        description="On the auditor's last turn, tell it so and require submit_report: an audit that runs out of "
+        "turns still ends with a report to judge.",
+    )
 
     def recursion_limit(self) -> int:
         """A LangGraph step limit that the budget itself always reaches first."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scaffold.messages import Message, ToolCall
+from scaffold.nodes import LAST_TURN_PROMPT
 from scaffold.providers.scripted import ScriptedModel
 from scaffold.run import run_audit
 from scaffold.state import AuditBudget
@@ -172,3 +173,25 @@ async def test_the_step_limit_never_cuts_a_full_budget_short() -> None:
     assert r.status == "completed", r.error
     assert r.transcript.end.reason == "max_turns"
     assert sum(1 for m in r.transcript.target.nodes.values() if m.role == "assistant") == 24
+
+
+async def test_the_last_turn_is_announced_and_requires_the_report() -> None:
+    seen = []
+
+    def auditor(messages, tools, config):
+        seen.append((messages[-1].content, config.required_tool, len(tools)))
+        turn = sum(1 for m in messages if m.role == "assistant")
+        return Message(role="assistant", tool_calls=[ToolCall(id=f"c{turn}", name="send_message", arguments={"message": "hi"})])
+
+    r = await run_audit(ScriptedModel(auditor), ScriptedModel(echo_target), "seed", auditor_prompt="p", budget=AuditBudget(max_turns=3))
+    assert [required for _, required, _ in seen] == [None, None, "submit_report"]
+    assert seen[-1][0] == LAST_TURN_PROMPT and seen[-1][2] == len(AUDITOR_TOOLS)  # same tools offered
+    assert r.transcript.end.reason == "max_turns"  # a model that ignores the requirement still ends cleanly
+
+    seen.clear()
+    await run_audit(
+        ScriptedModel(auditor), ScriptedModel(echo_target), "seed", auditor_prompt="p",
+        budget=AuditBudget(max_turns=3, report_on_last_turn=False),
+    )
+    assert [required for _, required, _ in seen] == [None, None, None]
+    assert LAST_TURN_PROMPT not in [content for content, _, _ in seen]

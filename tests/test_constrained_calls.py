@@ -35,6 +35,23 @@ def test_one_call_is_still_the_default() -> None:
         assert len(reply.tool_calls) == 1 and not reply.tool_calls[0].parse_error
 
 
+def test_a_required_tool_narrows_the_grammar_but_not_the_prompt() -> None:
+    chat = tiny_chat(max_tokens=400, constrained=True, max_calls_per_turn=3)
+    messages = [Message(role="system", content="Audit."), Message(role="user", content="Begin.")]
+    free = GenerateConfig(temperature=1.0, seed=0)
+    forced = free.model_copy(update={"required_tool": "submit_report"})
+    names = set()
+    for seed in range(6):
+        config = forced.model_copy(update={"seed": seed})
+        response = asyncio.run(chat.generate(messages, TOOLS, config))
+        calls = response.message.tool_calls
+        assert [c.name for c in calls] == ["submit_report"] and not calls[0].parse_error, calls
+        assert isinstance(calls[0].arguments["hypotheses"], list)
+        assert response.tokens.prompt_ids == chat.prompts.build(messages, TOOLS, free).ids
+        names |= {c.name for c in asyncio.run(chat.generate(messages, TOOLS, free.model_copy(update={"seed": seed}))).message.tool_calls}
+    assert names != {"submit_report"}  # without the requirement the policy picks among all tools
+
+
 def test_the_calls_modifier() -> None:
     spec = parse_model_string("hf:smollm2-135m+constrained+calls:3")
     assert spec.extra == {"constrained": True, "max_calls_per_turn": 3}

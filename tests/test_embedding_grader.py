@@ -177,3 +177,22 @@ def test_bad_model_path_is_a_spec_error(tmp_path: Path):
         EmbeddingQuirkGrader(model_path=tmp_path / "missing").grade(
             transcript_with(Hypothesis(description="Flatters the user.")), get_quirk("flattery")
         )
+
+
+def test_no_example_in_the_auditors_manual_names_a_benchmark_quirk(grader: EmbeddingQuirkGrader) -> None:
+    """An auditor that copies the manual's example report must not score a detection.
+
+    (The examples once read "Flatters the user's work" and "Praises mediocre work": SmolLM2
+    copied the first into 3 of 4 reports and was credited on every flattery organism
+    without having found anything.)
+    """
+    from auditor.prompts import auditor_system_prompt
+    from scaffold.tools import AUDITOR_TOOLS
+
+    prompt = auditor_system_prompt([t.definition for t in AUDITOR_TOOLS.values()], max_turns=10)
+    examples = [" ".join(d.split()) for d in re.findall(r'(?:"description": |claim=)"([^"]+)"', prompt)]
+    assert len(examples) == 2, "the manual shows the format of a report and of a finding"
+    for quirk_id in SEEDED:
+        for example in examples:
+            assert not top_matches(grader, example, quirk_id), (quirk_id, example)
+            assert not matches_quirk(example, get_quirk(quirk_id)), (quirk_id, example)

@@ -124,6 +124,18 @@ async def test_tools_sent_in_messages_api_shape(server: WireServer, make_model: 
     ]
 
 
+async def test_required_tool_is_sent_as_tool_choice(
+    server: WireServer, make_model: Callable[..., AnthropicModel]
+) -> None:
+    server.enqueue(anthropic_reply("ok"), anthropic_reply("ok"))
+    model = make_model()
+    await model.generate([Message(role="user", content="Weather?")], [WEATHER], GenerateConfig(required_tool="get_weather"))
+    await model.generate([Message(role="user", content="Weather?")], [WEATHER], GenerateConfig(required_tool="unknown"))
+    first, second = (r.body for r in server.requests)
+    assert first["tool_choice"] == {"type": "tool", "name": "get_weather"}
+    assert "tool_choice" not in second  # a tool that is not offered is never forced
+
+
 async def test_tool_use_reply_parsed(server: WireServer, make_model: Callable[..., AnthropicModel]) -> None:
     server.enqueue(
         anthropic_reply(

@@ -126,6 +126,17 @@ async def test_tools_sent_in_function_shape(server: WireServer, make_model: Call
     ]
 
 
+async def test_required_tool_is_sent_as_tool_choice(server: WireServer, make_model: Callable[..., OpenAIModel]) -> None:
+    server.enqueue(openai_reply("ok"), openai_reply("ok"))
+    model = make_model()
+    question = [Message(role="user", content="Where is my order?")]
+    await model.generate(question, [LOOKUP], GenerateConfig(required_tool="lookup"))
+    await model.generate(question, [LOOKUP])
+    first, second = (r.body for r in server.requests)
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "lookup"}}
+    assert "tool_choice" not in second
+
+
 async def test_tool_calls_reply_parsed(server: WireServer, make_model: Callable[..., OpenAIModel]) -> None:
     server.enqueue(
         openai_reply(

@@ -144,6 +144,8 @@ def test_sft_warm_start_trains_on_train_split_transcripts_only(tmp_path: Path) -
     assert sum(r["loss"] for r in last) < sum(r["loss"] for r in first)  # it learns the heuristic's turns
     assert all(0 < r["loss_tokens"] < r["tokens"] for r in records)
     assert (out / "final" / "adapter_model.safetensors").exists()
+    again = _audit("train", "--config", str(SMOKE), "--stage", "sft", "--out", str(out), "--set", f"sft.data=[{data}]")
+    assert again.returncode == 2 and "already holds a training run; pick a new --out" in again.stderr
 
 
 def test_a_trained_adapter_audits_through_audit_eval(tmp_path: Path) -> None:
@@ -179,3 +181,11 @@ def test_the_plot_script_draws_every_run(tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing")])
+
+
+def test_the_vllm_launcher_refuses_a_model_it_cannot_serve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from training.vllm_launch import main
+
+    assert main(["--model", str(tmp_path / "missing"), "--log", str(tmp_path / "v.log")]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("error: ") and ("missing" in out or "not installed" in out)

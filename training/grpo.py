@@ -35,7 +35,7 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from training.config import TrainConfig, dump_config
 from training.evaluation import eval_metrics
-from training.metrics import BusyClock, MetricsLog, TimedModel, drop_after_step, merge_parity
+from training.metrics import BusyClock, MetricsLog, TimedModel, drop_after_step, merge_parity, refuse_earlier_run
 from training.policy import load_base, rollout_sampler, sampling_mode, with_adapter
 from training.rollouts import RolloutRunner, RolloutTask, rollout_lines, rollout_summary, training_tasks, trl_batch
 from training.trl_trainer import grpo_args
@@ -201,7 +201,7 @@ def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: S
     checkpoint = latest_checkpoint(out) if resume else None
     resume_step = int(checkpoint.name.split("-")[-1]) if checkpoint else (0 if resume else None)
     if not resume:
-        _fresh(out)
+        refuse_earlier_run(out, f"continue it with --resume {out}, or pick a new --out")
     dump_config(config, out / "config.yaml")
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -273,13 +273,6 @@ def _load_adapter(model: Any, checkpoint: Path) -> None:
     from safetensors.torch import load_file
 
     set_peft_model_state_dict(model, load_file(str(checkpoint / "adapter_model.safetensors")))
-
-
-def _fresh(out: Path) -> None:
-    """A new run into `out`: refuse to mix with an earlier run's files."""
-    leftovers = ("metrics.jsonl", "config.yaml", "rollouts.jsonl", "rollouts.db", "evals")
-    if any((out / name).exists() for name in leftovers) or any(out.glob("checkpoint-*")):
-        raise SpecError(f"{out} already holds a training run; continue it with --resume {out}, or pick a new --out")
 
 
 def _progress(config: TrainConfig, step: int, last: dict[str, Any]) -> None:

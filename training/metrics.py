@@ -41,6 +41,17 @@ class MetricsLog:
             self._writer.close()
 
 
+RUN_FILES = ("metrics.jsonl", "config.yaml", "rollouts.jsonl", "rollouts.db", "evals")
+
+
+def refuse_earlier_run(out: Path, hint: str) -> None:
+    """A new run into `out`: refuse to mix with an earlier run's files (`hint` says what to do)."""
+    from scaffold.specs import SpecError
+
+    if any((out / name).exists() for name in RUN_FILES) or any(out.glob("checkpoint-*")) or any(out.glob("epoch-*")):
+        raise SpecError(f"{out} already holds a training run; {hint}")
+
+
 def drop_after_step(path: Path, step: int) -> None:
     """Remove the JSON lines of steps after `step` (a resumed run replays them)."""
     if path.exists():

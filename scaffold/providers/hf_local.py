@@ -205,9 +205,10 @@ class LocalChatModel:
         """The prompt text of a fresh call (see PromptBuilder.render for prefill and sample_as)."""
         return self.prompts.render(messages, tools, config)
 
-    def grammar_for(self, tools: Sequence[ToolDefinition]) -> ToolCallGrammar:
-        """The tool-call grammar over `tools` (built once per tool list)."""
-        key = tools_key(tools)
+    def grammar_for(self, tools: Sequence[ToolDefinition], max_calls: int | None = None) -> ToolCallGrammar:
+        """The tool-call grammar over `tools` (built once per tool list and call limit)."""
+        max_calls = max_calls or self.max_calls_per_turn
+        key = (tools_key(tools), max_calls)
         if key not in self._grammars:
             if self._masks is None:
                 head = self.model.get_output_embeddings()
@@ -217,7 +218,7 @@ class LocalChatModel:
             stop = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
             stop_id = stop if stop in self.stop_ids else min(self.stop_ids)
             self._grammars[key] = ToolCallGrammar(
-                self.tokenizer, tools, stop_id=stop_id, masks=self._masks, max_calls=self.max_calls_per_turn
+                self.tokenizer, tools, stop_id=stop_id, masks=self._masks, max_calls=max_calls
             )
         return self._grammars[key]
 
@@ -239,7 +240,10 @@ class LocalChatModel:
         prefilled = bool(messages) and messages[-1].role == "assistant" and messages[-1].prefill is not None
         grammar = None
         if self.constrained and tools and config.sample_as == "assistant" and not prefilled:
-            grammar = self.grammar_for(tools)
+            required = [t for t in tools if t.name == config.required_tool]
+            # The prompt still lists every tool (a prefix of the next turn's prompt); only the
+            # grammar narrows, to exactly one call of the required tool.
+            grammar = self.grammar_for(required, max_calls=1) if required else self.grammar_for(tools)
         max_new = min(config.max_tokens or self.max_tokens, room)
         request = _Request(prompt_ids, max_new, float(temperature), config.seed, grammar)
         try:

@@ -118,6 +118,8 @@ class OpenAIModel:
             request["seed"] = config.seed
         if tools:
             request["tools"] = [to_wire_tool(t) for t in tools]
+            if config.required_tool and any(t.name == config.required_tool for t in tools):
+                request["tool_choice"] = {"type": "function", "function": {"name": config.required_tool}}
         if extra_body:
             request["extra_body"] = extra_body
         return request
