@@ -6,7 +6,7 @@ their wire formats; nothing above `scaffold/providers` sees a wire format.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -168,3 +168,7 @@ class GenerateConfig(BaseModel):
     # providers send it as tool_choice, a constrained local policy's grammar allows only
     # this tool; a model that cannot enforce it still reads the scaffold's notice.
     required_tool: str | None = None
+
+    def required_among(self, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
+        """The offered tool the reply must call, or None (none required, or not offered)."""
+        return next((t for t in tools if t.name == self.required_tool), None) if self.required_tool else None

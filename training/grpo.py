@@ -183,9 +183,15 @@ def latest_checkpoint(out: Path) -> Path | None:
     trainer_state.json last, so a checkpoint cut off by a crash lacks it and is skipped."""
     complete = [
         p for p in out.glob("checkpoint-*")
-        if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").exists() and (p / "adapter_model.safetensors").exists()
+        if checkpoint_step(p) is not None and (p / "trainer_state.json").exists() and (p / "adapter_model.safetensors").exists()
     ]
-    return max(complete, key=lambda p: int(p.name.split("-")[-1]), default=None)
+    return max(complete, key=lambda p: checkpoint_step(p) or 0, default=None)
+
+
+def checkpoint_step(path: Path) -> int | None:
+    """N of OUT/checkpoint-N, or None for another name."""
+    tail = path.name.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else None
 
 
 def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: SecretRegistry | None = None) -> Path:
@@ -199,7 +205,7 @@ def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: S
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
     out.mkdir(parents=True, exist_ok=True)
     checkpoint = latest_checkpoint(out) if resume else None
-    resume_step = int(checkpoint.name.split("-")[-1]) if checkpoint else (0 if resume else None)
+    resume_step = checkpoint_step(checkpoint) if checkpoint else (0 if resume else None)
     if not resume:
         refuse_earlier_run(out, f"continue it with --resume {out}, or pick a new --out")
     dump_config(config, out / "config.yaml")

@@ -16,6 +16,8 @@ from typing import Any, Sequence
 
 import torch
 
+from scaffold.specs import SpecError
+
 
 class MetricsLog:
     """OUT/metrics.jsonl (+ OUT/tensorboard when tensorboard is importable)."""
@@ -46,8 +48,6 @@ RUN_FILES = ("metrics.jsonl", "config.yaml", "rollouts.jsonl", "rollouts.db", "e
 
 def refuse_earlier_run(out: Path, hint: str) -> None:
     """A new run into `out`: refuse to mix with an earlier run's files (`hint` says what to do)."""
-    from scaffold.specs import SpecError
-
     if any((out / name).exists() for name in RUN_FILES) or any(out.glob("checkpoint-*")) or any(out.glob("epoch-*")):
         raise SpecError(f"{out} already holds a training run; {hint}")
 

@@ -107,8 +107,9 @@ class AnthropicModel:
             request["system"] = system
         if tools:
             request["tools"] = [to_wire_tool(t) for t in tools]
-            if config.required_tool and any(t.name == config.required_tool for t in tools):
-                request["tool_choice"] = {"type": "tool", "name": config.required_tool}
+            required = config.required_among(tools)
+            if required is not None:
+                request["tool_choice"] = {"type": "tool", "name": required.name}
         if self.spec.extra:
             request["extra_body"] = dict(self.spec.extra)
         return request, prefill

@@ -240,10 +240,10 @@ class LocalChatModel:
         prefilled = bool(messages) and messages[-1].role == "assistant" and messages[-1].prefill is not None
         grammar = None
         if self.constrained and tools and config.sample_as == "assistant" and not prefilled:
-            required = [t for t in tools if t.name == config.required_tool]
+            required = config.required_among(tools)
             # The prompt still lists every tool (a prefix of the next turn's prompt); only the
             # grammar narrows, to exactly one call of the required tool.
-            grammar = self.grammar_for(required, max_calls=1) if required else self.grammar_for(tools)
+            grammar = self.grammar_for([required], max_calls=1) if required else self.grammar_for(tools)
         max_new = min(config.max_tokens or self.max_tokens, room)
         request = _Request(prompt_ids, max_new, float(temperature), config.seed, grammar)
         try:

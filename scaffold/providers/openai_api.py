@@ -118,8 +118,9 @@ class OpenAIModel:
             request["seed"] = config.seed
         if tools:
             request["tools"] = [to_wire_tool(t) for t in tools]
-            if config.required_tool and any(t.name == config.required_tool for t in tools):
-                request["tool_choice"] = {"type": "function", "function": {"name": config.required_tool}}
+            required = config.required_among(tools)
+            if required is not None:
+                request["tool_choice"] = {"type": "function", "function": {"name": required.name}}
         if extra_body:
             request["extra_body"] = extra_body
         return request
