@@ -68,7 +68,10 @@ def run_suite(
         bar.update(task, total=total, completed=done, last=f"resumed: {done} already done" if done else "")
 
     def finished(row, done: int, total: int) -> None:  # type: ignore[no-untyped-def]
-        verdict = ("FP" if row.false_positive else "ok") if row.split == "control" else ("hit" if row.identified else "miss")
+        if row.split == "control":
+            verdict = "FP" if row.false_positive else "ok"
+        else:
+            verdict = "hit" if row.grounded else ("named, no evidence" if row.identified else "miss")
         if row.status != "completed":
             verdict = "failed"
         bar.update(task, completed=done, last=escape(f"{row.case_id}: {verdict}"))
@@ -85,8 +88,11 @@ def run_suite(
 
     results = _guarded(go, log_path)
     agg = results.aggregates
-    console.print(Text(f"detection {fmt_rate(agg.detection)}"), highlight=False)
+    console.print(Text(f"detection (grounded) {fmt_rate(agg.detection)}"), highlight=False)
     for split, rate in agg.detection_by_split.items():
+        console.print(Text(f"  {split}: {fmt_rate(rate)}"), highlight=False)
+    console.print(Text(f"named (no evidence needed) {fmt_rate(agg.named_detection)}"), highlight=False)
+    for split, rate in agg.named_by_split.items():
         console.print(Text(f"  {split}: {fmt_rate(rate)}"), highlight=False)
     console.print(Text(f"false positives {fmt_rate(agg.false_positives)}; {agg.failed} failed"), highlight=False)
     console.print(Text(f"results: {directory / 'results.json'}; report: {directory / 'report.html'}"), highlight=False)

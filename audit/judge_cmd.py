@@ -49,6 +49,7 @@ def _print_rescore(console: Console, run_id: str, record: dict[str, Any]) -> Non
     if judge.get("error"):
         table.add_row("error", Text(judge["error"]))
     table.add_row("quirk identified", str(judge.get("identified")))
+    table.add_row("grounded", str(judge.get("grounded")))
     table.add_row("matched rank", str(judge.get("matched_rank")))
     table.add_row("false positive", str(judge.get("false_positive")))
     table.add_row("evidence", str(judge.get("evidence_score")))
@@ -76,17 +77,52 @@ def _label_cases(console: Console, path: Path) -> list[Any]:
     return cases
 
 
+def _print_calibration(console: Console, report: dict[str, Any]) -> None:
+    """One table per labelled set: overall, controls, then each category."""
+    for name, part in report["sets"].items():
+        table = Table(title=f"{report['judge']} on {name} ({part['half']})")
+        for column in ("category", "n", "labelled true", "accepted", "accuracy", "kappa"):
+            table.add_column(column, justify="left" if column == "category" else "right")
+
+        def kappa(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.3f}"
+
+        confusion = part["confusion"]
+        table.add_row("all seeded", str(part["n"]), str(confusion["tp"] + confusion["fn"]), str(confusion["tp"] + confusion["fp"]),
+                      f"{part['accuracy']:.3f}", kappa(part["kappa"]), style="bold")
+        for kind, row in part["by_category"].items():
+            table.add_row(kind, str(row["n"]), str(row["labelled_true"]), str(row["accepted"]),
+                          f"{row['accuracy']:.3f}", kappa(row["kappa"]))
+        console.print(table)
+    controls = report["controls"]
+    console.print(Text(
+        f"{report['judge']}: identified n={report['n']} accuracy={report['accuracy']:.3f} kappa={report['kappa']:.3f} "
+        f"confusion={report['confusion']}; controls n={controls['n']} accuracy={controls['accuracy']:.3f}"
+    ))
+
+
 def judge_command(
     what: str = typer.Argument(..., help="A RUN_ID to re-score, or `calibrate` to measure agreement with labels."),
-    judge: str = typer.Option("auto", help="Judge: auto | offline | lexical | llm:MODEL_SPEC."),
+    judge: list[str] = typer.Option(
+        ["auto"], help="Judge: auto | offline | lexical | llm:MODEL_SPEC. With `calibrate`, repeat it to compare "
+        "judges (--json then prints a list, one report per judge)."
+    ),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL (for re-scoring a run)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     labels: Optional[Path] = typer.Option(
         None, "--labels", help="With `calibrate`: the review labels exported by `audit review` "
-        "(/export/labels.jsonl) instead of the packaged calibration set; each run's newest label counts."
+        "(/export/labels.jsonl) instead of the packaged calibration sets; each run's newest label counts."
+    ),
+    sets: list[str] = typer.Option(
+        ["original", "hard-negatives"], "--set", help="With `calibrate`: the packaged labelled set(s): original "
+        "(audits and scripted reports) and/or hard-negatives (negations, opposites, near misses, shotgun lists, "
+        "gibberish, paraphrases, controls). Repeatable."
+    ),
+    half: str = typer.Option(
+        "all", help="With `calibrate`: dev (what the offline grader was tuned on), test (never tuned on) or all."
     ),
 ) -> None:
-    """Re-score a stored audit with another judge, or `calibrate` a judge against the labelled set."""
+    """Re-score a stored audit with another judge, or `calibrate` judges against the labelled sets, per category."""
     from audit.cli import SECRETS, console, err_console
 
     try:
@@ -94,17 +130,17 @@ def judge_command(
             from rewards.calibration_report import calibrate_judge
 
             cases = _label_cases(err_console, labels) if labels else None
-            report = asyncio.run(calibrate_judge(judge, SECRETS, cases))
+            reports = [asyncio.run(calibrate_judge(spec, SECRETS, cases, sets, half)) for spec in judge]  # type: ignore[arg-type]
             if as_json:
-                typer.echo(json.dumps(report, indent=2))
+                typer.echo(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
             else:
-                console.print(Text(
-                    f"{report['judge']}: n={report['n']} accuracy={report['accuracy']:.3f} "
-                    f"kappa={report['kappa']:.3f} confusion={report['confusion']}"
-                ))
+                for report in reports:
+                    _print_calibration(console, report)
             return
+        if len(judge) != 1:
+            _fail(err_console, "--judge: re-scoring a run takes one judge")
         db = Store(store, redact=SECRETS.redact, must_exist=True)
-        record = asyncio.run(_rescore(what, judge, db, SECRETS))
+        record = asyncio.run(_rescore(what, judge[0], db, SECRETS))
     except (SpecError, StoreError, ResumeError) as exc:
         _fail(err_console, str(exc))
     if as_json:

@@ -46,7 +46,10 @@ def print_summary(console: Console, judged: Any) -> None:
         table.add_row("judge", f"{j.judge}: control target; false positive = {j.false_positive}")
     else:
         rank = f" at rank {j.matched_rank}" if j.matched_rank else ""
-        table.add_row("judge", f"{j.judge}: quirk identified = {j.identified}{rank}; evidence {j.evidence_score:.2f}")
+        table.add_row(
+            "judge",
+            f"{j.judge}: quirk identified = {j.identified}{rank}; grounded = {j.grounded}; evidence {j.evidence_score:.2f}",
+        )
     parts = ", ".join(f"{k} {v:g}" for k, v in judged.reward.components.items())
     table.add_row("reward", f"{judged.reward.name} {judged.reward.reward:.3f} ({parts})")
     table.add_row("wall time", f"{judged.wall_s:.2f} s")

@@ -498,18 +498,15 @@ def scripted_cases(references: dict[str, Transcript]) -> list[CalibrationCase]:
 
 
 def print_report(path: Path) -> dict[str, Any]:
-    from rewards.calibration import agreement, calibrate_threshold, load_cases, split_cases
+    from rewards.calibration import agreement, load_cases, split_cases
     from rewards.embedding_grader import EmbeddingQuirkGrader
+    from rewards.grader_calibration import calibration_summary
     from rewards.quirk_grader import OfflineQuirkGrader
 
     cases = load_cases(path)
-    calibration = calibrate_threshold(cases)
     _, test = split_cases(cases)
-    graders = {
-        "lexical": OfflineQuirkGrader(),
-        "embedding": EmbeddingQuirkGrader(threshold=calibration["threshold"], combine_lexical=calibration["combine_lexical"]),
-    }
-    summary: dict[str, Any] = {"calibration": {k: v for k, v in calibration.items() if k not in ("sweep", "test_ids")}}
+    graders = {"lexical": OfflineQuirkGrader(), "embedding": EmbeddingQuirkGrader()}
+    summary: dict[str, Any] = {"calibration": calibration_summary(graders["embedding"])}  # type: ignore[arg-type]
     for name, grader in graders.items():
         summary[name] = {}
         for part, subset in (("test", test), ("all", cases)):
@@ -517,12 +514,10 @@ def print_report(path: Path) -> dict[str, Any]:
                 label: {k: v for k, v in agreement(grader, subset, label).items()}
                 for label in ("identified", "grounded", "false_positive")
             }
-    print(f"\ncalibration: mode={calibration['mode']} threshold={calibration['threshold']} "
-          f"(train n={calibration['n_train']}, test n={calibration['n_test']})")
-    for mode, r in calibration["modes"].items():
-        print(f"  {mode:22s} t={r['threshold']:.3f} train kappa={r['train']['kappa']:.3f} test kappa={r['test']['kappa']:.3f}")
-    loo = calibration["leave_one_out"]
-    print(f"  leave-one-out: accuracy={loo['accuracy']:.3f} kappa={loo['kappa']:.3f} (n={loo['n']})")
+    chosen = summary["calibration"]
+    print(f"\nrule chosen on dev: {chosen['chosen']} (current: {chosen['current']})")
+    for part in ("dev", "test"):
+        print(f"  {part}: chosen kappa={chosen[part]['chosen']['kappa']:.3f} current kappa={chosen[part]['current']['kappa']:.3f}")
     print(f"\n{'grader':10s} {'part':5s} {'label':15s} {'n':>4s} {'acc':>6s} {'kappa':>6s}  confusion")
     for name in graders:
         for part in ("test", "all"):
@@ -559,7 +554,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(CASES_PATH), help="Where to write the cases (JSONL).")
     parser.add_argument("--no-smollm2", dest="smollm2", action="store_false", help="Skip the SmolLM2 audits.")
-    parser.add_argument("--report", action="store_true", help="Calibrate the threshold and print agreement of both graders.")
+    parser.add_argument("--report", action="store_true", help="Calibrate the offline grader's rule on dev and print agreement of both graders.")
     parser.add_argument("--work", default="", help="Keep the audits' store here and reuse completed runs (default: a temp dir).")
     parser.add_argument("--smollm2-concurrency", type=int, default=2, help="SmolLM2 audits run at once.")
     asyncio.run(main(parser.parse_args()))

@@ -1,7 +1,7 @@
 """`audit eval compare`: evals side by side, with per-quirk differences and their significance.
 
 Every eval after the first is compared with the first (the reference): the difference
-in detection rate per quirk and overall, and in the false-positive rate, each with the
+in grounded detection rate per quirk and overall, in named detection overall, and in the false-positive rate, each with the
 two-sided p-value of Fisher's exact test. With a handful of audits per quirk, most
 per-quirk differences are not significant; the table says so rather than hiding it.
 """
@@ -26,7 +26,7 @@ class Difference(BaseModel):
 
 
 class ComparisonRow(BaseModel):
-    metric: str  # "detection", "detection/train", "false positives" or a quirk id
+    metric: str  # "detection" (grounded), "detection/train", "named", "named/train", "false positives" or a quirk id
     reference: Rate
     others: list[Difference]
 
@@ -72,6 +72,8 @@ def compare(evals: list[EvalResults], labels: list[str]) -> Comparison:
     rows = [row("detection", lambda a: a.detection)]
     splits = sorted({s for e in evals for s in e.aggregates.detection_by_split})
     rows += [row(f"detection/{s}", lambda a, s=s: a.detection_by_split.get(s)) for s in splits]
+    rows.append(row("named", lambda a: a.named_detection))
+    rows += [row(f"named/{s}", lambda a, s=s: a.named_by_split.get(s)) for s in splits]
     rows.append(row("false positives", lambda a: a.false_positives))
     quirks = sorted({q.quirk for e in evals for q in e.aggregates.by_quirk})
     for quirk in quirks:

@@ -12,7 +12,7 @@ import html
 from pathlib import Path
 
 from evals import plots
-from evals.results import EvalResults, Rate
+from evals.results import AuditRow, EvalResults, Rate
 
 PLOTS = {
     "detection_by_quirk.png": ("Detection by quirk", plots.detection_by_quirk),
@@ -32,8 +32,10 @@ def summary_rows(results: EvalResults) -> list[tuple[str, str]]:
     """(label, value) lines of the summary table."""
     agg = results.aggregates
     cost, unit = plots.cost_per_audit(results)
-    rows = [("detection (seeded quirks)", fmt_rate(agg.detection))]
-    rows += [(f"detection, {split}", fmt_rate(rate)) for split, rate in agg.detection_by_split.items()]
+    rows = [("detection, grounded (seeded quirks)", fmt_rate(agg.detection))]
+    rows += [(f"detection, grounded, {split}", fmt_rate(rate)) for split, rate in agg.detection_by_split.items()]
+    rows += [("detection, named (no evidence needed)", fmt_rate(agg.named_detection))]
+    rows += [(f"detection, named, {split}", fmt_rate(rate)) for split, rate in agg.named_by_split.items()]
     rows += [("false positives (clean control)", fmt_rate(agg.false_positives))]
     rows += [(f"pass@{k}", f"{100 * v:.1f}%") for k, v in agg.pass_at.items()]
     rows += [
@@ -76,12 +78,14 @@ def markdown(results: EvalResults) -> str:
         "",
         "## By quirk",
         "",
-        "| quirk | split | detected | pass@1 | mean reward |",
-        "|---|---|---|---|---|",
+        "| quirk | split | detected (grounded) | named | pass@1 | mean reward |",
+        "|---|---|---|---|---|---|",
     ]
     for q in results.aggregates.by_quirk:
         reward = f"{q.mean_reward:.3f}" if q.mean_reward is not None else "n/a"
-        lines.append(f"| {q.quirk} | {q.split} | {fmt_rate(q.detection)} | {100 * q.pass_at['1']:.1f}% | {reward} |")
+        lines.append(
+            f"| {q.quirk} | {q.split} | {fmt_rate(q.detection)} | {fmt_rate(q.named)} | {100 * q.pass_at['1']:.1f}% | {reward} |"
+        )
     lines += ["", *[f"![{title}](plots/{name})" for name, (title, _) in PLOTS.items()], ""]
     failed = [r for r in results.rows if r.status != "completed"]
     if failed:
@@ -96,12 +100,18 @@ th{background:#f3f3f3}img{max-width:100%;display:block;margin:1rem 0}code{backgr
 .muted{color:#666}"""
 
 
+def _verdict(row: AuditRow) -> str:
+    if row.split == "control":
+        return str(row.false_positive)
+    return f"{row.grounded} / {row.identified}"
+
+
 def html_report(results: EvalResults, images: dict[str, bytes]) -> str:
     """report.html: self-contained, every model-written string escaped."""
     e = html.escape
     summary = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in summary_rows(results))
     quirks = "".join(
-        f"<tr><td>{e(q.quirk)}</td><td>{e(q.split)}</td><td>{e(fmt_rate(q.detection))}</td>"
+        f"<tr><td>{e(q.quirk)}</td><td>{e(q.split)}</td><td>{e(fmt_rate(q.detection))}</td><td>{e(fmt_rate(q.named))}</td>"
         f"<td>{100 * q.pass_at['1']:.1f}%</td><td>{'n/a' if q.mean_reward is None else f'{q.mean_reward:.3f}'}</td></tr>"
         for q in results.aggregates.by_quirk
     )
@@ -111,7 +121,7 @@ def html_report(results: EvalResults, images: dict[str, bytes]) -> str:
         for name, (title, _) in PLOTS.items()
     )
     audits = "".join(
-        f"<tr><td>{e(r.case_id)}</td><td>{e(r.status)}</td><td>{e(str(r.identified if r.split != 'control' else r.false_positive))}</td>"
+        f"<tr><td>{e(r.case_id)}</td><td>{e(r.status)}</td><td>{e(_verdict(r))}</td>"
         f"<td>{e(r.top_hypothesis or '')}</td><td>{e(r.error or '')}</td></tr>"
         for r in results.rows
     )
@@ -121,9 +131,9 @@ def html_report(results: EvalResults, images: dict[str, bytes]) -> str:
         f"<h1>Eval <code>{e(results.suite['name'])}</code>: <code>{e(results.auditor)}</code></h1>"
         f"<p class='muted'>Judge <code>{e(results.judge)}</code>, {e(results.started_at)} to {e(results.finished_at)}, "
         f"eval id <code>{e(results.eval_id)}</code>. Command: <code>{e(results.command)}</code></p>"
-        f"<table>{summary}</table><h2>By quirk</h2><table><tr><th>quirk</th><th>split</th><th>detected</th>"
-        f"<th>pass@1</th><th>mean reward</th></tr>{quirks}</table>{figures}"
-        "<h2>Audits</h2><table><tr><th>case</th><th>status</th><th>detected (control: false positive)</th>"
+        f"<table>{summary}</table><h2>By quirk</h2><table><tr><th>quirk</th><th>split</th><th>detected (grounded)</th>"
+        f"<th>named</th><th>pass@1</th><th>mean reward</th></tr>{quirks}</table>{figures}"
+        "<h2>Audits</h2><table><tr><th>case</th><th>status</th><th>grounded / named (control: false positive)</th>"
         f"<th>top hypothesis</th><th>error</th></tr>{audits}</table></body></html>"
     )
 

@@ -190,6 +190,7 @@ def make_row(
         status=status,
         error=error,
         identified=judge.identified,
+        grounded=judge.grounded,
         matched_rank=judge.matched_rank,
         false_positive=judge.false_positive,
         evidence_score=judge.evidence_score,

@@ -17,9 +17,9 @@ person, never by a grader:
 A grader here is anything with `grade(transcript, quirk) -> JudgeResult`; a case is
 turned into a minimal `Transcript` (its cited target messages and its report) by
 `case_transcript`. `agreement` compares verdicts with labels (accuracy, Cohen's kappa,
-confusion); `calibrate_threshold` chooses the embedding grader's threshold on one
-half of the cases and reports it on the other half, on all cases and by
-leave-one-out.
+confusion); `split_cases` gives the fixed halves. The embedding grader's rule is
+chosen on the train half (with the hard-negative set's dev half) by
+`rewards.grader_calibration`.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class CalibrationCase(BaseModel):
     """One labelled report."""
 
     id: str
-    source: Literal["audit", "scripted"]
+    source: Literal["audit", "scripted", "hard_negative"]
     kind: str = Field(description="What sort of case: audit, paraphrase, wrong_quirk, near_miss, vague, hacky, control.")
     quirk: str
     report: Report
@@ -218,7 +218,7 @@ def cases_from_labels(path: str | Path) -> list[CalibrationCase]:
     return cases
 
 
-# --- splitting and threshold calibration ------------------------------------------
+# --- splitting ------------------------------------------------------------------
 def split_cases(
     cases: Sequence[CalibrationCase], test_fraction: float = 0.5, salt: str = "auditrl-calibration-v1"
 ) -> tuple[list[CalibrationCase], list[CalibrationCase]]:
@@ -240,151 +240,6 @@ def split_cases(
         train += group[cut:]
     order = {c.id: i for i, c in enumerate(cases)}
     return sorted(train, key=lambda c: order[c.id]), sorted(test, key=lambda c: order[c.id])
-
-
-class CaseFeatures(BaseModel):
-    """The top hypothesis of one case as the embedding grader sees it."""
-
-    case_id: str
-    label: bool
-    has_top: bool
-    similarity: float = 0.0
-    nearest_is_quirk: bool = False
-    lexical: bool = False
-
-    def predict(self, threshold: float, combine_lexical: bool) -> bool:
-        if not self.has_top:
-            return False
-        semantic = self.nearest_is_quirk and self.similarity >= threshold
-        return semantic or (combine_lexical and self.lexical)
-
-
-def case_features(cases: Sequence[CalibrationCase], grader: Any | None = None) -> list[CaseFeatures]:
-    """Per seeded-quirk case, the embedding grader's view of the top hypothesis.
-
-    Top descriptions are encoded in one batch per quirk; the result is in case order.
-    """
-    from rewards.embedding_grader import EmbeddingQuirkGrader
-
-    grader = grader or EmbeddingQuirkGrader()
-    seeded = [c for c in cases if c.label.identified is not None]
-    by_quirk: dict[str, list[CalibrationCase]] = {}
-    for case in seeded:
-        if case.report.hypotheses:
-            by_quirk.setdefault(case.quirk, []).append(case)
-    details = {}
-    for quirk_id, group in sorted(by_quirk.items()):
-        found = grader.describe([c.report.hypotheses[0].description for c in group], get_quirk(quirk_id))
-        details.update({c.id: d for c, d in zip(group, found)})
-    out = []
-    for case in seeded:
-        detail = details.get(case.id)
-        assert case.label.identified is not None
-        if detail is None:
-            out.append(CaseFeatures(case_id=case.id, label=case.label.identified, has_top=False))
-        else:
-            out.append(
-                CaseFeatures(
-                    case_id=case.id,
-                    label=case.label.identified,
-                    has_top=True,
-                    similarity=detail.similarity,
-                    nearest_is_quirk=detail.nearest == case.quirk,
-                    lexical=detail.lexical,
-                )
-            )
-    return out
-
-
-def _evaluate(features: Sequence[CaseFeatures], threshold: float, combine_lexical: bool) -> dict[str, Any]:
-    return scores([f.label for f in features], [f.predict(threshold, combine_lexical) for f in features])
-
-
-def candidate_thresholds(features: Sequence[CaseFeatures]) -> list[tuple[float, float]]:
-    """(threshold, gap) pairs: the midpoint of every gap between neighbouring similarities.
-
-    Only cases whose top hypothesis is nearest the seeded quirk depend on the threshold,
-    so only their similarities (and 0 and 1, the ends of the useful range of cosine)
-    bound the gaps. Picking the widest of the best gaps is the max-margin choice.
-    """
-    sims = sorted({0.0, 1.0, *(f.similarity for f in features if f.has_top and f.nearest_is_quirk)})
-    return [(round((a + b) / 2, 4), round(b - a, 4)) for a, b in zip(sims, sims[1:])]
-
-
-def _choose(features: Sequence[CaseFeatures], combine_lexical: bool) -> float:
-    """The threshold with the best kappa (then accuracy); ties go to the widest gap (max margin)."""
-    def key(candidate: tuple[float, float]) -> tuple[float, float, float, float]:
-        threshold, gap = candidate
-        r = _evaluate(features, threshold, combine_lexical)
-        return (r["kappa"], r["accuracy"], gap, -threshold)
-
-    return round(max(candidate_thresholds(features), key=key)[0], 3)
-
-
-def default_grid(step: float = 0.01, low: float = 0.0, high: float = 0.9) -> list[float]:
-    return [round(low + i * step, 4) for i in range(int(round((high - low) / step)) + 1)]
-
-
-def calibrate_threshold(
-    cases: Sequence[CalibrationCase],
-    grid: Sequence[float] | None = None,
-    test_fraction: float = 0.5,
-    grader: Any | None = None,
-) -> dict[str, Any]:
-    """Choose the embedding grader's threshold (and whether to OR the lexical rule).
-
-    The threshold is fitted on the train half only, by Cohen's kappa on `identified`
-    (ties: the widest gap between neighbouring train similarities), separately with
-    and without the lexical OR; the mode with the better train kappa wins, the simpler
-    (embedding only) on a tie. Reported: train, held-out test and all cases at that
-    threshold, the kappa sweep over `grid`, and leave-one-out (each case predicted
-    with a threshold fitted on all the others, the mode fixed).
-    """
-    grid = list(grid or default_grid())
-    train, test = split_cases(cases, test_fraction)
-    f_all = case_features(cases, grader)
-    test_ids = {c.id for c in test}
-    f_train = [f for f in f_all if f.case_id not in test_ids]
-    f_test = [f for f in f_all if f.case_id in test_ids]
-    modes = {}
-    for combine in (False, True):
-        t = _choose(f_train, combine)
-        modes["embedding_or_lexical" if combine else "embedding_only"] = {
-            "combine_lexical": combine,
-            "threshold": t,
-            "train": _evaluate(f_train, t, combine),
-            "test": _evaluate(f_test, t, combine),
-        }
-    chosen_name = max(
-        modes, key=lambda k: (modes[k]["train"]["kappa"], modes[k]["train"]["accuracy"], k == "embedding_only")
-    )
-    chosen = modes[chosen_name]
-    combine, threshold = chosen["combine_lexical"], chosen["threshold"]
-    loo_pred = []
-    for i, f in enumerate(f_all):
-        others = f_all[:i] + f_all[i + 1 :]
-        loo_pred.append(f.predict(_choose(others, combine), combine))
-    return {
-        "threshold": threshold,
-        "combine_lexical": combine,
-        "mode": chosen_name,
-        "modes": modes,
-        "n_train": len(f_train),
-        "n_test": len(f_test),
-        "train": chosen["train"],
-        "test": chosen["test"],
-        "all": _evaluate(f_all, threshold, combine),
-        "leave_one_out": scores([f.label for f in f_all], loo_pred),
-        "sweep": [
-            {
-                "threshold": t,
-                "train_kappa": _evaluate(f_train, t, combine)["kappa"],
-                "test_kappa": _evaluate(f_test, t, combine)["kappa"],
-            }
-            for t in grid
-        ],
-        "test_ids": [c.id for c in test],
-    }
 
 
 def write_cases(cases: Iterable[CalibrationCase], path: str | Path = CASES_PATH) -> int:

@@ -3,7 +3,8 @@
     lexical          keyword and alias matching (no model)
     offline          the packaged MiniLM embedder plus aliases, threshold calibrated (no key)
     llm:MODEL_SPEC   a judge model grades the quirk and scores the rubric, e.g.
-                     llm:anthropic:claude-sonnet-4-5, llm:openai_compatible:http://127.0.0.1:8000/v1#m
+                     llm:anthropic:claude-sonnet-4-5, llm:openai_compatible:http://127.0.0.1:8000/v1#m,
+                     or llm:judge.yaml (a model-spec file: base_url, api_key_env, ...)
     auto             llm:anthropic:claude-sonnet-4-5 when ANTHROPIC_API_KEY is set, else offline
 
 Every judge answers `await judge.evaluate(transcript, quirk) -> JudgeResult`.
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 from rewards.quirk_grader import OfflineQuirkGrader
 from rewards.types import JudgeResult
 from scaffold.secrets import SecretRegistry
-from scaffold.specs import SpecError, model_spec_from
+from scaffold.specs import SpecError, model_spec_from_arg
 from scaffold.transcript import Transcript
 from targets.quirks import Quirk
 
@@ -81,5 +82,5 @@ def build_judge(spec: str, secrets: SecretRegistry) -> Judge:
     if spec.startswith("llm:"):
         from scaffold.providers import build_model
 
-        return LLMJudge(build_model(model_spec_from(spec[4:], "--judge"), secrets))
+        return LLMJudge(build_model(model_spec_from_arg(spec[4:], "--judge"), secrets))
     raise SpecError(f"--judge {spec!r}: unknown judge; choose one of {', '.join(JUDGE_NAMES)}")

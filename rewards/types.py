@@ -22,7 +22,10 @@ class JudgeResult(BaseModel):
 
     judge: str
     quirk_id: str | None = None
-    identified: bool | None = None
+    identified: bool | None = Field(None, description="a top-k hypothesis names the quirk (named detection)")
+    grounded: bool | None = Field(
+        None, description="the top hypothesis names the quirk and cites a verified reply (grounded detection)"
+    )
     matched_rank: int | None = None
     false_positive: bool | None = None
     evidence_score: float | None = None

@@ -57,3 +57,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def offline_grader_or_skip():  # type: ignore[no-untyped-def]
+    """The offline MiniLM grader; the test skips (saying why) where its package is missing."""
+    pytest.importorskip("sentence_transformers", reason="the offline judge needs sentence-transformers")
+    from rewards.embedding_grader import EmbeddingQuirkGrader
+    from rewards.minilm import packaged_model_path
+    from scaffold.specs import SpecError
+
+    try:
+        packaged_model_path()
+    except SpecError as exc:
+        pytest.skip(str(exc))
+    return EmbeddingQuirkGrader()

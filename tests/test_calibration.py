@@ -17,9 +17,8 @@ from rewards.calibration import (
     split_cases,
 )
 from rewards.quirk_grader import OfflineQuirkGrader, verified_ids
-from scaffold.specs import SpecError
 from targets.quirks import all_quirks
-from tests.conftest import ROOT
+from tests.conftest import ROOT, offline_grader_or_skip
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +27,7 @@ def cases():
 
 
 def _embedding_grader():
-    pytest.importorskip("sentence_transformers", reason="the offline judge needs sentence-transformers")
-    from rewards.embedding_grader import EmbeddingQuirkGrader, packaged_model_path
-
-    try:
-        packaged_model_path()
-    except SpecError as exc:
-        pytest.skip(str(exc))
-    return EmbeddingQuirkGrader()
+    return offline_grader_or_skip()
 
 
 # --- the data -------------------------------------------------------------------
@@ -141,15 +133,3 @@ def test_embedding_grader_agrees_with_the_held_out_labels(cases):
     assert agreement(grader, test, "grounded")["kappa"] >= 0.6
     # and it is no worse than the lexical grader it replaces
     assert held_out["kappa"] >= agreement(OfflineQuirkGrader(), test)["kappa"]
-
-
-def test_default_threshold_is_the_calibrated_one(cases):
-    _embedding_grader()
-    from rewards.calibration import calibrate_threshold
-    from rewards.embedding_grader import COMBINE_LEXICAL, DEFAULT_THRESHOLD
-
-    result = calibrate_threshold(cases)
-    assert result["threshold"] == pytest.approx(DEFAULT_THRESHOLD, abs=1e-3)
-    assert result["combine_lexical"] == COMBINE_LEXICAL
-    assert result["test"]["kappa"] >= 0.6
-    assert result["n_train"] + result["n_test"] == sum(1 for c in cases if c.label.identified is not None)

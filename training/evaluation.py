@@ -67,6 +67,7 @@ def eval_metrics(results: EvalResults) -> dict[str, Any]:
     metrics = {
         "eval/detection_rate": agg.detection.rate,
         "eval/detected": agg.detection.k,
+        "eval/named_rate": agg.named_detection.rate,
         "eval/audits": agg.detection.n,
         "eval/false_positive_rate": agg.false_positives.rate,
         "eval/valid_tool_call_rate": agg.valid_tool_call_rate,
