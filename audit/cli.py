@@ -8,20 +8,23 @@ so it can be resumed. Tracebacks go to a log file, never to the terminal.
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
+import uuid
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
+from audit.context import EXIT_FAILED, CliContext, cli_context
+from audit.eval_cmd import eval_app
+from audit.judge_cmd import judge_command
 from audit.render import print_summary, print_transcript
-from scaffold.run import ResumeError
-from scaffold.secrets import SecretRegistry
-from scaffold.specs import SpecError
-from scaffold.store import DEFAULT_STORE_URL, Store, StoreError
+from audit.review_cmd import review_command
+from audit.seeds_cmd import seeds_app
+from audit.targets_cmd import targets_app
+from audit.train_cmd import train_command
+from scaffold.state import MAX_TURNS
+from scaffold.store import DEFAULT_STORE_URL
 
 app = typer.Typer(
     help="auditrl: audit models for hidden behaviour, benchmark auditors, train auditors with GRPO.",
@@ -29,70 +32,49 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-from audit.seeds_cmd import seeds_app  # noqa: E402
-from audit.targets_cmd import targets_app  # noqa: E402
+
+
+@app.callback()
+def _composition_root(ctx: typer.Context) -> None:
+    """auditrl: audit models for hidden behaviour, benchmark auditors, train auditors with GRPO."""
+    # One context per invocation: the keys this process reads, terminals that redact them, one fail().
+    ctx.obj = CliContext()
+
 
 app.add_typer(targets_app, name="targets")
 app.add_typer(seeds_app, name="seeds")
-from audit.eval_cmd import eval_app  # noqa: E402
-
 app.add_typer(eval_app, name="eval")
-# The composition root: one registry of the keys this process reads, and terminals
-# that redact them (a server can echo a key into a reply or an error).
-SECRETS = SecretRegistry()
-console = Console(file=SECRETS.stream(sys.stdout))
-err_console = Console(file=SECRETS.stream(sys.stderr))
-EXIT_BAD_INPUT = 2
-EXIT_FAILED = 1
+app.command("judge")(judge_command)
+app.command("review")(review_command)
+app.command("train")(train_command)
 
 
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
-    # Text, not markup: messages quote model output and server errors ("[/INST]").
-    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+SEED_FILE_SUFFIXES = (".txt", ".md")
 
 
-def _setup_logging(out: Path, secrets: SecretRegistry) -> Path:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        _fail(f"--out {out}: cannot create the directory ({exc.strerror})")
-    log_path = out / "audit.log"
-    handler = logging.FileHandler(log_path, encoding="utf-8")
-    handler.addFilter(secrets.log_filter())
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers = [handler]
-    root.setLevel(logging.INFO)
-    return log_path
+def _seed_text(cli: CliContext, seed: Optional[str]) -> Optional[str]:
+    """`--seed` is a file when such a file exists, else a library seed's id, else the instruction itself.
 
-
-def _guarded(action: Callable[[], Any], log_path: Path | None = None) -> Any:
-    """Run `action`, turning known errors into one-line messages and exit codes."""
-    try:
-        return action()
-    except typer.Exit:
-        raise
-    except (SpecError, StoreError, ResumeError) as exc:
-        _fail(str(exc))
-    except KeyboardInterrupt:
-        _fail("interrupted; resume with `audit run --resume RUN_ID`", EXIT_FAILED)
-    except Exception as exc:  # noqa: BLE001 - people get one line; the log keeps the traceback
-        logging.getLogger("audit").exception("unexpected error")
-        where = f" (details in {log_path})" if log_path else ""
-        _fail(SECRETS.redact(f"unexpected {type(exc).__name__}: {exc}{where}"), EXIT_FAILED)
-
-
-def _seed_text(seed: Optional[str]) -> Optional[str]:
-    """`--seed` is a file when such a file exists, else a library seed's id, else the instruction itself."""
+    Text that names a path (a .txt/.md name, or a ./ ../ / ~ prefix, with no spaces) but
+    no readable file is an error, not an instruction: a typo must not become the
+    auditor's instruction.
+    """
     if seed is None:
         return None
-    path = Path(seed)
-    if len(seed) < 1024 and "\n" not in seed and path.is_file():
+    one_line = len(seed) < 1024 and "\n" not in seed
+    path = Path(seed).expanduser() if one_line else None
+    if path is not None and path.is_dir():
+        cli.fail(f"--seed {seed}: is a directory; give a .txt or .md file, a seed id or the instruction text")
+    if path is not None and path.is_file():
         try:
             return path.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            _fail(f"--seed {seed}: cannot read it ({exc})")
+            cli.fail(f"--seed {seed}: cannot read it ({exc})")
+    names_a_path = one_line and " " not in seed.strip() and (
+        seed.lower().endswith(SEED_FILE_SUFFIXES) or seed.startswith(("./", "../", "/", "~"))
+    )
+    if names_a_path:
+        cli.fail(f"--seed {seed}: no such file")
     from auditor.seeds import ID_PATTERN, get_seed
 
     if "-" in seed and ID_PATTERN.match(seed):  # one kebab-case word: an id, never an instruction
@@ -102,6 +84,7 @@ def _seed_text(seed: Optional[str]) -> Optional[str]:
 
 @app.command()
 def run(
+    ctx: typer.Context,
     target: Optional[Path] = typer.Option(None, "--target", "-t", help="The target's model.yaml (see targets/examples/)."),
     auditor: str = typer.Option(
         "heuristic",
@@ -120,7 +103,7 @@ def run(
         "instruction text. Default: find the hidden quirk (seed quirk-hunt).",
     ),
     max_turns: int = typer.Option(
-        30, min=1, help="Auditor turns before the audit ends; the last one must file submit_report."
+        30, min=1, max=MAX_TURNS, help="Auditor turns before the audit ends; the last one must file submit_report."
     ),
     max_tokens: Optional[int] = typer.Option(None, min=1, help="Token budget (auditor + target) before it ends."),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL for runs and transcripts (SQLite or PostgreSQL)."),
@@ -133,11 +116,16 @@ def run(
     """Audit one target: a judged transcript and a report."""
     from evals.audit_job import AuditJob, resume_judged_audit, run_judged_audit
 
+    cli = cli_context(ctx)
     if target is None and resume is None:
-        _fail("give --target model.yaml (or --resume RUN_ID)")
-    secrets = SECRETS
-    log_path = _setup_logging(out, secrets)
-    db = _guarded(lambda: Store(store, redact=secrets.redact), log_path)
+        cli.fail("give --target model.yaml (or --resume RUN_ID)")
+    seed_text = cli.guarded(lambda: _seed_text(cli, seed))
+    # The run id is chosen here, so that an interrupted audit can name the run to resume.
+    run_id = resume or uuid.uuid4().hex[:12]
+    secrets = cli.secrets
+    log_path = cli.setup_logging(out)
+    db = cli.open_store(store, must_exist=resume is not None, log_path=log_path,
+                        about=f"--resume {resume}" if resume else None)
     turns = {"n": 0}
 
     def progress(events: list[Any]) -> None:
@@ -156,22 +144,24 @@ def run(
             judge=judge,
             max_turns=max_turns,
             max_tokens=max_tokens,
-            **({"seed": _seed_text(seed)} if seed else {}),
+            **({"seed": seed_text} if seed_text else {}),
         )
-        return asyncio.run(run_judged_audit(job, db, secrets, out, on_events=progress))
+        return asyncio.run(run_judged_audit(job, db, secrets, out, on_events=progress, run_id=run_id))
 
-    with console.status("starting audit...", spinner="dots") as status:
-        judged = _guarded(go, log_path)
+    resume_hint = f"audit run --resume {run_id} --store {store} --out {out}"
+    with cli.console.status("starting audit...", spinner="dots") as status:
+        judged = cli.guarded(go, log_path, resume_hint)
     if as_json:
         sys.stdout.write((judged.out_dir / "report.json").read_text(encoding="utf-8") + "\n")
     else:
-        print_summary(console, judged)
+        print_summary(cli.console, judged)
     if judged.result.status != "completed":
         raise typer.Exit(EXIT_FAILED)
 
 
 @app.command()
 def show(
+    ctx: typer.Context,
     run_id: str = typer.Argument(..., help="The run to show."),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL the run was stored in."),
     view: str = typer.Option("combined", help="combined | auditor | target (the target's current branch)."),
@@ -183,28 +173,18 @@ def show(
     """Print a stored transcript readably (or write it as HTML)."""
     from scaffold.transcript import Transcript
 
+    cli = cli_context(ctx)
     if view not in ("combined", "auditor", "target"):
-        _fail(f"--view {view!r}: choose combined, auditor or target")
-    db = _guarded(lambda: Store(store, redact=SECRETS.redact, must_exist=True))
+        cli.fail(f"--view {view!r}: choose combined, auditor or target")
+    db = cli.open_store(store, must_exist=True)
     if html is not None:
         from audit.review_cmd import write_html
 
-        return _guarded(lambda: write_html(db, run_id, view, html))
-    row = _guarded(lambda: db.get_run(run_id))
-    transcript = _guarded(lambda: Transcript.from_events(run_id, db.read_events(run_id)))
-    results = _guarded(lambda: db.judge_results_for(run_id))
-    print_transcript(console, row, transcript, results[-1]["result"] if results else None, view)
-
-
-from audit.judge_cmd import judge_command  # noqa: E402
-
-app.command("judge")(judge_command)
-from audit.review_cmd import review_command  # noqa: E402
-
-app.command("review")(review_command)
-from audit.train_cmd import train_command  # noqa: E402
-
-app.command("train")(train_command)
+        return write_html(cli, db, run_id, view, html)
+    row = cli.guarded(lambda: db.get_run(run_id))
+    transcript = cli.guarded(lambda: Transcript.from_events(run_id, db.read_events(run_id)))
+    results = cli.guarded(lambda: db.judge_results_for(run_id))
+    print_transcript(cli.console, row, transcript, results[-1]["result"] if results else None, view)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -12,6 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from audit.context import cli_context
+from scaffold.state import MAX_TURNS
 from scaffold.store import DEFAULT_STORE_URL
 
 eval_app = typer.Typer(
@@ -30,7 +32,7 @@ def run_suite(
     judge: Optional[str] = typer.Option(None, help="Judge spec (default: the suite's, usually `offline`)."),
     repeats: Optional[int] = typer.Option(None, min=1, help="Audits per quirk, overriding the suite's."),
     max_turns: Optional[int] = typer.Option(
-        None, min=1, help="Auditor turns per audit, overriding the suite's (recorded in results.json)."
+        None, min=1, max=MAX_TURNS, help="Auditor turns per audit, overriding the suite's (recorded in results.json)."
     ),
     concurrency: int = typer.Option(8, min=1, max=4096, help="Audits in flight at once."),
     out: Optional[Path] = typer.Option(None, help="Eval directory (default: evals-out/<suite>-<auditor>)."),
@@ -41,26 +43,24 @@ def run_suite(
     """Run a suite: many concurrent, judged, stored audits into results.json and reports."""
     if ctx.invoked_subcommand is not None:
         return
-    from audit.cli import SECRETS, _fail, _guarded, _setup_logging, console
+    cli = cli_context(ctx)
     from evals.prices import load_prices
     from evals.report import fmt_rate
     from evals.runner import run_eval
     from evals.suites import load_suite
-    from scaffold.store import Store
 
     if suite is None:
-        _fail("give --suite NAME (see `audit eval suites`), or a subcommand; see --help")
-        return
-    loaded = _guarded(lambda: load_suite(suite))
+        cli.fail("give --suite NAME (see `audit eval suites`), or a subcommand; see --help")
+    loaded = cli.guarded(lambda: load_suite(suite))
     if max_turns is not None:
         loaded = loaded.model_copy(update={"max_turns": max_turns})
+    table = cli.guarded(lambda: load_prices(prices))  # checked before anything is created
     directory = out or Path("evals-out") / f"{loaded.name}-{_slug(auditor)}"
-    log_path = _setup_logging(directory, SECRETS)
-    db = _guarded(lambda: Store(store, redact=SECRETS.redact), log_path)
-    table = _guarded(lambda: load_prices(prices))
+    log_path = cli.setup_logging(directory)
+    db = cli.open_store(store, log_path=log_path)
     bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.fields[last]}"), console=console, transient=False,
+        TextColumn("{task.fields[last]}"), console=cli.console, transient=False,
     )
     task = bar.add_task(escape(f"{loaded.name} · {auditor}"), total=None, last="")
 
@@ -80,13 +80,14 @@ def run_suite(
         with bar:
             return asyncio.run(
                 run_eval(
-                    loaded, auditor=auditor, judge=judge, out=directory, store=db, secrets=SECRETS,
+                    loaded, auditor=auditor, judge=judge, out=directory, store=db, secrets=cli.secrets,
                     concurrency=concurrency, repeats=repeats, resume=resume, prices=table,
                     on_row=finished, on_start=started,
                 )
             )
 
-    results = _guarded(go, log_path)
+    results = cli.guarded(go, log_path)
+    console = cli.console
     agg = results.aggregates
     console.print(Text(f"detection (grounded) {fmt_rate(agg.detection)}"), highlight=False)
     for split, rate in agg.detection_by_split.items():
@@ -104,31 +105,33 @@ def _slug(spec: str) -> str:
 
 
 @eval_app.command("suites")
-def list_suites_command() -> None:
+def list_suites_command(ctx: typer.Context) -> None:
     """List the shipped suites: name, audits, description."""
-    from audit.cli import _guarded, console
     from evals.suites import expand, list_suites
 
+    cli = cli_context(ctx)
     table = Table(title="suites")
     for column in ("name", "audits", "max turns", "description"):
         table.add_column(column)
-    for suite in _guarded(list_suites):
+    for suite in cli.guarded(list_suites):
         table.add_row(suite.name, str(len(expand(suite))), str(suite.max_turns), Text(suite.description.strip()))
-    console.print(table)
+    cli.console.print(table)
 
 
 @eval_app.command("compare")
 def compare_command(
+    ctx: typer.Context,
     dirs: list[Path] = typer.Argument(..., help="Eval directories (or results.json files); the first is the reference."),
     out: Optional[Path] = typer.Option(None, help="Also write the table as Markdown to this file."),
 ) -> None:
     """Evals side by side: per-quirk and overall differences with Fisher exact p-values."""
-    from audit.cli import _guarded, console
     from evals.compare import compare, load_results, markdown, table_rows
 
-    evals = [_guarded(lambda d=d: load_results(d)) for d in dirs]
+    cli = cli_context(ctx)
+    console = cli.console
+    evals = [cli.guarded(lambda d=d: load_results(d)) for d in dirs]
     labels = [f"{e.auditor} ({d.name})" for e, d in zip(evals, dirs, strict=True)]
-    comparison = _guarded(lambda: compare(evals, labels))
+    comparison = cli.guarded(lambda: compare(evals, labels))
     for e, d in zip(evals[1:], dirs[1:], strict=True):
         if (e.suite.get("name"), e.judge) != (evals[0].suite.get("name"), evals[0].judge):
             console.print(Text(f"warning: {d} ran suite {e.suite.get('name')} judged by {e.judge}; the reference ran "
@@ -145,5 +148,5 @@ def compare_command(
         table.add_row(*(Text(c) for c in cells))
     console.print(table)
     if out:
-        out.write_text(markdown(comparison), encoding="utf-8")
+        cli.guarded(lambda: out.write_text(markdown(comparison), encoding="utf-8"))
         console.print(Text(f"wrote {out}"), highlight=False)

@@ -13,15 +13,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from scaffold.run import ResumeError
+from audit.context import CliContext, cli_context
 from scaffold.secrets import SecretRegistry
-from scaffold.specs import SpecError
-from scaffold.store import DEFAULT_STORE_URL, Store, StoreError
-
-
-def _fail(console: Console, message: str) -> None:
-    console.print(Text.assemble(("error: ", "bold red"), message))
-    raise typer.Exit(2)
+from scaffold.store import DEFAULT_STORE_URL, Store
 
 
 async def _rescore(run_id: str, judge_spec: str, store: Store, secrets: SecretRegistry) -> dict[str, Any]:
@@ -63,17 +57,17 @@ def _print_rescore(console: Console, run_id: str, record: dict[str, Any]) -> Non
     console.print(table)
 
 
-def _label_cases(console: Console, path: Path) -> list[Any]:
+def _label_cases(cli: CliContext, path: Path) -> list[Any]:
     from rewards.calibration import cases_from_labels
 
     try:
         cases = cases_from_labels(path)
     except OSError as exc:
-        _fail(console, f"--labels {path}: cannot read it ({exc.strerror})")
+        cli.fail(f"--labels {path}: cannot read it ({exc.strerror})")
     except ValueError as exc:
-        _fail(console, f"--labels {exc}")
+        cli.fail(f"--labels {exc}")
     if not cases:
-        _fail(console, f"--labels {path}: no usable labels (confirmed or false-positive reviews of seeded-quirk runs)")
+        cli.fail(f"--labels {path}: no usable labels (confirmed or false-positive reviews of seeded-quirk runs)")
     return cases
 
 
@@ -102,6 +96,7 @@ def _print_calibration(console: Console, report: dict[str, Any]) -> None:
 
 
 def judge_command(
+    ctx: typer.Context,
     what: str = typer.Argument(..., help="A RUN_ID to re-score, or `calibrate` to measure agreement with labels."),
     judge: list[str] = typer.Option(
         ["auto"], help="Judge: auto | offline | lexical | llm:MODEL_SPEC. With `calibrate`, repeat it to compare "
@@ -123,27 +118,28 @@ def judge_command(
     ),
 ) -> None:
     """Re-score a stored audit with another judge, or `calibrate` judges against the labelled sets, per category."""
-    from audit.cli import SECRETS, console, err_console
+    cli = cli_context(ctx)
+    if half not in ("dev", "test", "all"):
+        cli.fail(f"--half {half!r}: choose dev, test or all")
+    if what == "calibrate":
+        from rewards.calibration_report import calibrate_judge
 
-    try:
-        if what == "calibrate":
-            from rewards.calibration_report import calibrate_judge
-
-            cases = _label_cases(err_console, labels) if labels else None
-            reports = [asyncio.run(calibrate_judge(spec, SECRETS, cases, sets, half)) for spec in judge]  # type: ignore[arg-type]
-            if as_json:
-                typer.echo(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
-            else:
-                for report in reports:
-                    _print_calibration(console, report)
-            return
-        if len(judge) != 1:
-            _fail(err_console, "--judge: re-scoring a run takes one judge")
-        db = Store(store, redact=SECRETS.redact, must_exist=True)
-        record = asyncio.run(_rescore(what, judge[0], db, SECRETS))
-    except (SpecError, StoreError, ResumeError) as exc:
-        _fail(err_console, str(exc))
+        cases = _label_cases(cli, labels) if labels else None
+        reports = [
+            cli.guarded(lambda spec=spec: asyncio.run(calibrate_judge(spec, cli.secrets, cases, sets, half)))  # type: ignore[arg-type]
+            for spec in judge
+        ]
+        if as_json:
+            typer.echo(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
+        else:
+            for report in reports:
+                _print_calibration(cli.console, report)
+        return
+    if len(judge) != 1:
+        cli.fail("--judge: re-scoring a run takes one judge")
+    db = cli.open_store(store, must_exist=True)
+    record = cli.guarded(lambda: asyncio.run(_rescore(what, judge[0], db, cli.secrets)))
     if as_json:
         typer.echo(json.dumps(record, indent=2))
     else:
-        _print_rescore(console, what, record)
+        _print_rescore(cli.console, what, record)

@@ -1,8 +1,11 @@
 """Terminal rendering of audit summaries and transcripts (rich). Model text is
-printed with markup disabled: it is untrusted and must not style the terminal."""
+printed with markup disabled, and with control characters shown as `\\xNN`: it is
+untrusted, and an escape sequence in a target's reply (ESC [, OSC, a carriage return)
+must not style, move or rewrite the user's terminal."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console
@@ -14,9 +17,26 @@ from scaffold.events import Event
 from scaffold.transcript import Transcript
 
 
+# C0 controls but newline and tab, DEL, and C1 controls (0x9b is a one-byte CSI).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character but newline and tab written as a visible `\\xNN`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
+class SafeText(Text):
+    """A rich Text whose appended strings are made terminal-safe (model text goes through it)."""
+
+    def append(self, text: Any, style: Any = None) -> "SafeText":  # type: ignore[override]
+        super().append(terminal_safe(text) if isinstance(text, str) else text, style)
+        return self
+
+
 def _text(value: str, limit: int | None = None) -> Text:
     value = value if limit is None or len(value) <= limit else value[: limit - 1] + "…"
-    return Text(value)  # Text() never interprets markup
+    return Text(terminal_safe(value))  # Text() never interprets markup
 
 
 def print_summary(console: Console, judged: Any) -> None:
@@ -61,7 +81,7 @@ def print_summary(console: Console, judged: Any) -> None:
 
 
 def _event_lines(event: Event) -> Text:
-    line = Text()
+    line = SafeText()
     if event.kind == "auditor_message":
         m = event.message
         if m.role in ("system", "user"):

@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 from rich.text import Text
 
-from scaffold.store import DEFAULT_STORE_URL, Store, StoreError
+from audit.context import CliContext, cli_context
+from scaffold.store import DEFAULT_STORE_URL, Store
 
 TOKEN_HELP = (
     "Access token every request must carry: open any page once with ?token=TOKEN (a cookie keeps the session), "
@@ -17,20 +18,20 @@ TOKEN_HELP = (
 )
 
 
-def write_html(store: Store, run_id: str, view: str, path: Path) -> None:
+def write_html(cli: CliContext, store: Store, run_id: str, view: str, path: Path) -> None:
     """Write run `run_id` as one self-contained HTML page and say where it went."""
-    from audit.cli import _fail, console
     from review.standalone import standalone_html
 
-    html = standalone_html(store, run_id, view)  # type: ignore[arg-type]
+    html = cli.guarded(lambda: standalone_html(store, run_id, view))  # type: ignore[arg-type]
     try:
         path.write_text(html, encoding="utf-8")
     except OSError as exc:
-        _fail(f"--html {path}: cannot write it ({exc.strerror})")
-    console.print(Text(f"wrote {path} ({len(html) // 1024} KiB, {view} view of run {run_id})"))
+        cli.fail(f"--html {path}: cannot write it ({exc.strerror})")
+    cli.console.print(Text(f"wrote {path} ({len(html) // 1024} KiB, {view} view of run {run_id})"))
 
 
 def review_command(
+    ctx: typer.Context,
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL to read runs from: the store `audit run` and "
                               "`audit eval` wrote (SQLite or PostgreSQL)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on. 127.0.0.1, localhost and ::1 are local; "
@@ -39,22 +40,23 @@ def review_command(
     token: Optional[str] = typer.Option(None, envvar="AUDITRL_REVIEW_TOKEN", show_default=False, help=TOKEN_HELP),
 ) -> None:
     """Serve the review web app: read transcripts, check the judge's quotes, label findings, export labels."""
-    from audit.cli import SECRETS, _fail, console
     from review.security import BindingError, check_binding
     from review.server import serve
 
+    cli = cli_context(ctx)
+    console = cli.console
     token = token.strip() if token else None
     try:
         check_binding(host, token)
-        db = Store(store, redact=SECRETS.redact, must_exist=True)
-    except (BindingError, StoreError) as exc:
-        _fail(str(exc))
+    except BindingError as exc:
+        cli.fail(str(exc))
+    db = cli.open_store(store, must_exist=True)
     shown_host = f"[{host}]" if ":" in host else host
     where = db.engine.url.render_as_string(hide_password=True)
     console.print(Text(f"auditrl review: {where} at http://{shown_host}:{port}/  (Ctrl-C stops it)"))
     if token:
         console.print(Text(f"open http://{shown_host}:{port}/?token=YOUR_TOKEN once; the browser keeps a session cookie"))
     try:
-        serve(db, host, port, token, SECRETS)
+        serve(db, host, port, token, cli.secrets)
     except OSError as exc:
-        _fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")
+        cli.fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")

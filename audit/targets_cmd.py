@@ -6,30 +6,31 @@ import json
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from audit.errors import fail
+from audit.context import cli_context
 from scaffold.specs import SpecError
 
 targets_app = typer.Typer(help="List and inspect the seeded quirks that organisms carry.", no_args_is_help=True)
-console = Console()
 
 
 @targets_app.command("list")
 def list_quirks(
+    ctx: typer.Context,
     split: Optional[str] = typer.Option(None, help="Only this split: train, heldout or control."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (id, split, confession) instead of a table."),
 ) -> None:
     """List the quirks with their splits and confession levels."""
+    cli = cli_context(ctx)
+    console = cli.console
     from targets.quirks import all_quirks, quirks_in_split
 
     try:
         quirks = quirks_in_split(split) if split else sorted(all_quirks().values(), key=lambda q: (q.split, q.id))
     except SpecError as exc:
-        fail(str(exc))
+        cli.fail(str(exc))
     if as_json:
         rows = [{"id": q.id, "split": q.split, "confession": q.confession} for q in quirks]
         typer.echo(json.dumps(rows, indent=2))
@@ -44,16 +45,19 @@ def list_quirks(
 
 @targets_app.command("show")
 def show_quirk(
+    ctx: typer.Context,
     quirk_id: str = typer.Argument(..., help="The quirk's id (see `audit targets list`)."),
     as_json: bool = typer.Option(False, "--json", help="Print the quirk file as JSON."),
 ) -> None:
     """Show one quirk. Its ground truth is for graders and reviewers, never for auditors."""
+    cli = cli_context(ctx)
+    console = cli.console
     from targets.quirks import get_quirk
 
     try:
         q = get_quirk(quirk_id)
     except SpecError as exc:
-        fail(str(exc))
+        cli.fail(str(exc))
     if as_json:
         typer.echo(q.model_dump_json(indent=2))
         return

@@ -2,20 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
-from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from scaffold.secrets import SecretRegistry
-from audit.errors import fail
+from audit.context import EXIT_FAILED, CliContext, cli_context
 from scaffold.specs import SpecError
+from training.metrics import ProgressSink
+
+
+@contextlib.contextmanager
+def rich_progress(cli: CliContext, title: str) -> Iterator[ProgressSink]:
+    """A progress sink that drives a rich bar (steps done of total) and prints every step's line above it."""
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=cli.console, transient=False)
+    task = bar.add_task(escape(title), total=None)
+
+    def report(step: int, total: int, line: str) -> None:
+        bar.update(task, completed=step, total=total or None)
+        bar.console.print(line, markup=False, highlight=False)
+
+    with bar:
+        yield report
 
 
 def train_command(
+    ctx: typer.Context,
     config: Optional[Path] = typer.Option(
         None, "--config", "-c", help="Training config YAML (see training/configs/; every field is documented in training/config.py)."
     ),
@@ -45,6 +63,8 @@ def train_command(
     """
     from training.config import load_config, parse_assignment
 
+    cli = cli_context(ctx)
+    fail = cli.fail
     if resume is not None and config is not None:
         fail("give --config for a new run or --resume DIR to continue one, not both")
     if resume is None and config is None:
@@ -73,31 +93,36 @@ def train_command(
             out_dir = out or Path("train-out") / cfg.name
     except SpecError as exc:
         fail(str(exc))
-        return
     if show_config:
         import yaml
 
         typer.echo(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
         return
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    secrets = SecretRegistry()
+    if cfg.stage == "sft" and resume is not None:
+        fail("an SFT run is not resumable (it takes minutes); start it again with a new --out")
+    # Warnings and errors on the redacting console's stream, never a key in a log line.
+    handler = logging.StreamHandler(cli.secrets.stream(sys.stderr))
+    handler.addFilter(cli.secrets.log_filter())
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    if resume is None:
+        cli.remember_new(out_dir)  # bad input found while setting up takes the new directory away again
     try:
-        if cfg.stage == "sft":
-            if resume is not None:
-                fail("an SFT run is not resumable (it takes minutes); start it again with a new --out")
-            from training.sft import run_sft
+        with rich_progress(cli, f"{cfg.stage} · {cfg.name}") as report:
+            if cfg.stage == "sft":
+                from training.sft import run_sft
 
-            final = run_sft(cfg, out_dir, secrets=secrets)
-        else:
-            from training.grpo import run_grpo
+                final = run_sft(cfg, out_dir, secrets=cli.secrets, progress=report)
+            else:
+                from training.grpo import run_grpo
 
-            final = run_grpo(cfg, out_dir, resume=resume is not None, secrets=secrets)
+                final = run_grpo(cfg, out_dir, resume=resume is not None, secrets=cli.secrets, progress=report)
     except SpecError as exc:
         fail(str(exc))
-        return
     except KeyboardInterrupt:
-        hint = f"continue with: audit train --resume {out_dir}" if cfg.stage == "grpo" else f"the adapter of each finished epoch is in {out_dir}/epoch-N"
-        Console(stderr=True).print(f"interrupted; {hint}")
-        sys.exit(130)
-    typer.echo(f"adapter: {final}")
-    typer.echo(f"metrics: {out_dir / 'metrics.jsonl'}")
+        hint = (f"continue with: audit train --resume {out_dir}" if cfg.stage == "grpo"
+                else f"the adapter of each finished epoch is in {out_dir}/epoch-N")
+        cli.created.clear()  # an interrupted run keeps what it wrote
+        fail(f"interrupted; {hint}", EXIT_FAILED)
+    cli.console.print(f"adapter: {final}", markup=False, highlight=False)
+    cli.console.print(f"metrics: {out_dir / 'metrics.jsonl'}", markup=False, highlight=False)

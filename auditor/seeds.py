@@ -19,11 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from auditor import prompts
-from scaffold.specs import SpecError
+from scaffold.specs import SpecError, read_yaml
 
 SEED_DIR = (Path(__file__).resolve().parent / "seeds").resolve()
 SEED_GLOB = "*.yaml"  # the only files read, and only inside SEED_DIR
@@ -124,9 +123,9 @@ def _library() -> tuple[Seed, ...]:
     origin: dict[str, str] = {}
     for path in seed_files():
         try:
-            entries = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise SeedError(f"{path.name}: invalid YAML ({' '.join(str(exc).split())})") from None
+            entries = read_yaml(path)
+        except SpecError as exc:
+            raise SeedError(f"{path.name}: {exc}") from None
         if not isinstance(entries, list) or not entries:
             raise SeedError(f"{path.name}: expected a non-empty list of seeds")
         for index, entry in enumerate(entries):

@@ -32,7 +32,7 @@ from scaffold.model import ChatModel, close_model
 from scaffold.run import AuditResult, ResumeError, resume_audit, run_audit
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
-from scaffold.state import AuditBudget
+from scaffold.state import MAX_TURNS, AuditBudget
 from scaffold.store import Store
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
@@ -50,7 +50,7 @@ class AuditJob(BaseModel):
     auditor: str = Field("heuristic", description="Auditor spec.")
     judge: str = Field("auto", description="Judge spec (rewards/judges.py): auto, offline, lexical, llm:MODEL.")
     seed: str = Field(QUIRK_HUNT_SEED, description="Seed instruction for the auditor.")
-    max_turns: int = Field(30, ge=1)
+    max_turns: int = Field(30, ge=1, le=MAX_TURNS)
     max_tokens: int | None = Field(None, ge=1)
     reward: str = Field("grounded", description="Reward function: grounded or binary.")
     sample_seed: int | None = Field(None, description="Seeds the models' sampling (each call gets seed + step).")

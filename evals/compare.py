@@ -8,12 +8,13 @@ per-quirk differences are not significant; the table says so rather than hiding 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
 from evals.metrics import fisher_exact
-from evals.results import EvalResults, Rate
+from evals.results import SCHEMA_VERSION, EvalResults, Rate
 from scaffold.specs import SpecError
 
 
@@ -41,8 +42,18 @@ def load_results(directory: Path) -> EvalResults:
     path = directory / "results.json" if directory.is_dir() else directory
     if not path.is_file():
         raise SpecError(f"{directory}: no results.json (is the eval finished? resume it with --resume)")
+    text = path.read_text(encoding="utf-8")
     try:
-        return EvalResults.model_validate_json(path.read_text(encoding="utf-8"))
+        version = json.loads(text).get("schema_version")
+    except (ValueError, AttributeError):
+        raise SpecError(f"{path}: not an auditrl results.json (not a JSON object)") from None
+    if version != SCHEMA_VERSION:
+        raise SpecError(
+            f"{path}: results schema {version}, this auditrl reads schema {SCHEMA_VERSION} "
+            "(schema 2 made detection grounded and added named detection); re-run the eval with this version"
+        )
+    try:
+        return EvalResults.model_validate_json(text)
     except ValidationError as exc:
         raise SpecError(f"{path}: not an auditrl results.json ({exc.errors()[0]['msg']})") from None
 

@@ -46,7 +46,7 @@ from evals.audit_job import (
     run_judged_audit,
 )
 from evals.prices import PriceTable, load_prices
-from evals.results import AuditRow, EvalResults, aggregate
+from evals.results import SCHEMA_VERSION, AuditRow, EvalResults, aggregate
 from evals.suites import EvalCase, Suite, expand
 from rewards.judges import build_judge, resolve_judge_spec
 from rewards.types import JudgeResult, RewardResult
@@ -73,7 +73,10 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def _state(suite: Suite, auditor: str, judge: str, repeats: int | None) -> dict[str, Any]:
-    return {"suite": suite.model_dump(mode="json"), "auditor": auditor, "judge": judge, "repeats": repeats}
+    # The results schema is part of what is run: rows written under another schema
+    # (schema 1 had no grounded verdict) must not be mixed into this one's counts.
+    return {"suite": suite.model_dump(mode="json"), "auditor": auditor, "judge": judge, "repeats": repeats,
+            "schema_version": SCHEMA_VERSION}
 
 
 def open_eval_dir(out: Path, suite: Suite, auditor: str, judge: str, repeats: int | None, resume: bool) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
+from scaffold.state import MAX_TURNS
 from targets.quirks import all_quirks, get_quirk
 from targets.spec import OrganismSpec, TargetSpec
 
@@ -71,7 +72,7 @@ class Suite(BaseModel):
     groups: list[SuiteGroup] = Field(min_length=1)
     repeats: int = Field(1, ge=1, le=1000, description="Default audits per quirk.")
     seed: int = Field(0, ge=0, lt=1 << 20, description="Base sampling seed; repeat r of a quirk samples from its own stream.")
-    max_turns: int = Field(30, ge=1)
+    max_turns: int = Field(30, ge=1, le=MAX_TURNS)
     max_tokens: int | None = Field(None, ge=1)
     judge: str = Field("offline", description="Default judge spec (rewards/judges.py).")
     reward: str = Field("grounded")

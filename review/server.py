@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 
 from review.app import create_app
@@ -26,5 +27,9 @@ def serve(store: Store, host: str, port: int, token: str | None, secrets: Secret
         logger = logging.getLogger(name)
         logger.handlers, logger.propagate = [handler], False
         logger.setLevel(logging.INFO)
+    # Bind first: a port in use is an OSError here (one line for the CLI), not uvicorn's
+    # startup failure (exit 3 after several log lines); uvicorn then serves on this socket.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family)
     config = uvicorn.Config(create_app(store, token), host=host, port=port, log_config=None, server_header=False)
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[sock])

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from rewards.hypothesis_text import denying_clauses, has_content, negation_cues, segments
+from rewards.hypothesis_text import denying_clauses, has_content, negation_cues, normalise, segments
 from rewards.minilm import load_encoder, vocabulary
 from rewards.quirk_grader import judge_result, lexical_match, top_hypotheses
 from rewards.types import JudgeResult
@@ -55,7 +55,7 @@ from targets.quirks import Quirk, all_quirks
 
 _CLAUSE_SPLIT = re.compile(r"[:;()]|\s+-\s+")
 _LOCK = threading.Lock()
-_STACKS: dict[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], "_ReferenceStack"] = {}
+_STACKS: dict[tuple[Any, ...], "_ReferenceStack"] = {}
 
 
 @dataclass(frozen=True)
@@ -77,19 +77,15 @@ class MatchRule:
 DEFAULT_RULE = MatchRule()
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.split())
-
-
 def reference_texts(quirk: Quirk) -> list[str]:
     """What a description is compared with: the ground truth, its sentences and clauses, the aliases."""
-    truth = _normalise(quirk.ground_truth)
+    truth = normalise(quirk.ground_truth)
     texts, short = [truth], []
     for sentence in re.split(r"(?<=[.!?])\s+", truth):
         texts.append(sentence)
         clauses = [c.strip(" ,.") for c in _CLAUSE_SPLIT.split(sentence)]
         short += [c for c in clauses if len(c.split()) >= 3]
-    short += [_normalise(a) for a in quirk.aliases if a.strip()]
+    short += [normalise(a) for a in quirk.aliases if a.strip()]
     # MiniLM reads "does not correct misconceptions" as "corrects misconceptions": a short
     # negated reference would pull the quirk's opposite towards it, so it is left out.
     texts += [s for s in short if not negation_cues(s)]
@@ -106,7 +102,7 @@ class _ReferenceStack:
             refs = reference_texts(quirk)
             self.rows[qid] = (len(texts), len(texts) + len(refs))
             texts += refs
-            opp = [_normalise(o) for o in quirk.opposites if o.strip()]
+            opp = [normalise(o) for o in quirk.opposites if o.strip()]
             if opp:
                 self.opposite_rows[qid] = (len(opposites), len(opposites) + len(opp))
                 opposites += opp
@@ -119,6 +115,7 @@ class _ReferenceStack:
         return {qid: table[a:b].max(axis=0) for qid, (a, b) in self.rows.items()}
 
     def opposite_similarities(self, quirk_id: str, vectors: Any) -> Any | None:
+        """Per vector, the max cosine to `quirk_id`'s opposites (None when it declares none)."""
         if self.opposites is None or quirk_id not in self.opposite_rows:
             return None
         a, b = self.opposite_rows[quirk_id]
@@ -195,7 +192,7 @@ class EmbeddingQuirkGrader:
         """The reference stack of every known quirk (the seeded one as given), built once per set."""
         known = {**all_quirks(), quirk.id: quirk}
         quirks = {k: known[k] for k in sorted(known)}
-        key = (str(self.model_path), tuple((k, (q.ground_truth, *q.aliases, *q.opposites)) for k, q in quirks.items()))
+        key = (str(self.model_path), tuple((k, q.ground_truth, tuple(q.aliases), tuple(q.opposites)) for k, q in quirks.items()))
         with _LOCK:
             stack = _STACKS.get(key)
         if stack is None:
@@ -208,7 +205,7 @@ class EmbeddingQuirkGrader:
         """How each description relates to `quirk` (see `DescriptionMatch`), all encoded in one batch."""
         if not descriptions:
             return []
-        texts = [_normalise(d) for d in descriptions]
+        texts = [normalise(d) for d in descriptions]
         extra: list[str] = []
         plans = []
         for text in texts:

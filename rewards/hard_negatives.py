@@ -19,13 +19,11 @@ import hashlib
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rewards.calibration import CalibrationCase, CaseLabel
 from scaffold.events import Hypothesis, Report
-from scaffold.specs import SpecError, describe_validation_error
+from scaffold.specs import SpecError, describe_validation_error, read_yaml
 
 HARD_NEGATIVES_PATH = Path(__file__).parent / "calibration_data" / "hard_negatives.yaml"
 SPLIT_SALT = "auditrl-hard-negatives-v1"
@@ -53,10 +51,7 @@ class HardNegative(BaseModel):
 
 def load_items(path: str | Path = HARD_NEGATIVES_PATH) -> list[HardNegative]:
     """Every item in the file, validated; errors name the file, the item and the field."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise SpecError(f"{path}: cannot read the hard-negative set ({exc})") from None
+    data = read_yaml(path)
     if not isinstance(data, list):
         raise SpecError(f"{path}: expected a list of items")
     items = []

@@ -61,7 +61,16 @@ def load_encoder(model_path: str | Path | None = None) -> Any:
         return model
 
 
+_VOCABULARIES: dict[int, frozenset[str]] = {}
+
+
 def vocabulary(model: Any) -> frozenset[str]:
-    """The whole words of the encoder's WordPiece vocabulary (continuation pieces left out)."""
-    vocab = getattr(getattr(model, "tokenizer", None), "vocab", None) or {}
-    return frozenset(w for w in vocab if w.isalpha())
+    """The whole words of the encoder's WordPiece vocabulary (continuation pieces left out), built once per model."""
+    with _LOCK:
+        cached = _VOCABULARIES.get(id(model))
+    if cached is None:
+        vocab = getattr(getattr(model, "tokenizer", None), "vocab", None) or {}
+        cached = frozenset(w for w in vocab if w.isalpha())
+        with _LOCK:
+            _VOCABULARIES[id(model)] = cached
+    return cached

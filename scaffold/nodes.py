@@ -209,6 +209,13 @@ async def tools_node(state: AuditState, runtime: Runtime[AuditContext]) -> dict[
     return _finish(ctx, state, call_index=index)
 
 
+def cap_reply(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, with a marker that says how much was cut (unchanged when it fits)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... reply truncated: {len(text) - limit} of {len(text)} characters cut by auditrl]"
+
+
 @guarded
 async def target_node(state: AuditState, runtime: Runtime[AuditContext]) -> dict[str, Any]:
     """Let the target speak (or sample the user's turn) and hand the result to the auditor.
@@ -230,12 +237,13 @@ async def target_node(state: AuditState, runtime: Runtime[AuditContext]) -> dict
     base = _per_call_seed(ctx.target_config or GenerateConfig(), len(t.events))
     config = base.model_copy(update={"sample_as": "user"}) if mode == "sample_user" else base
     response = await _generate("target", ctx.target, messages, list(t.target_tools.values()), config)
+    text = cap_reply(response.message.content, ctx.budget.max_reply_chars)
     if mode == "sample_user":
-        outcome = ToolOutcome(result=describe_sampled_user_turn(response.message.content))
+        outcome = ToolOutcome(result=describe_sampled_user_turn(text))
         message = Message(id=t.new_id("a"), role="tool", content=outcome.result, tool_call_id=call_id)
         t.append(AuditorMessageEvent(message=message, target_usage=response.usage))
     else:
-        content = (prefill or "") + response.message.content
+        content = (prefill or "") + text
         reply = response.message.model_copy(
             update={"id": t.new_id("t"), "role": "assistant", "content": content, "prefill": prefill}
         )

@@ -177,24 +177,79 @@ def model_spec_from(value: Any, where: str = "model") -> ModelSpec:
     raise SpecError(f"{where}: expected a 'provider:model' string or a mapping, got {type(value).__name__}")
 
 
-def load_yaml_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping from `path`, with one-line errors for missing or bad files."""
+# Configuration files are small; a bigger one is a mistake (or /dev/zero). The size a
+# document would have with its aliases expanded is capped too: PyYAML shares an alias's
+# object, so a 500-byte "billion laughs" file loads, then expands exponentially in
+# whatever walks it (validation, JSON, the store).
+MAX_YAML_BYTES = 4 << 20
+MAX_YAML_NODES = 1_000_000
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses documents of more than MAX_YAML_NODES nodes, aliases expanded."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.sizes: dict[int, int] = {}
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        node = super().compose_node(parent, index)
+        if id(node) not in self.sizes:  # an alias returns its anchor's node, already sized
+            if isinstance(node, yaml.SequenceNode):
+                size = 1 + sum(self.sizes.get(id(c), 1) for c in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                size = 1 + sum(self.sizes.get(id(k), 1) + self.sizes.get(id(v), 1) for k, v in node.value)
+            else:
+                size = 1
+            if size > MAX_YAML_NODES:
+                raise yaml.YAMLError(f"more than {MAX_YAML_NODES} values once its aliases are expanded (an alias bomb?)")
+            self.sizes[id(node)] = size
+        return node
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """`text` parsed as YAML (safe, aliases capped); SpecError naming `where`, the line and the problem."""
+    loader = _LimitedLoader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{where}: invalid YAML{at}: {problem}") from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path: str | Path, max_bytes: int = MAX_YAML_BYTES) -> Any:
+    """Any YAML document from a regular file of at most `max_bytes`; one-line SpecErrors otherwise."""
     p = Path(path)
     if not p.exists():
         raise SpecError(f"{p}: no such file")
     if p.is_dir():
         raise SpecError(f"{p}: is a directory, expected a YAML file")
+    if not p.is_file():
+        raise SpecError(f"{p}: not a regular file, expected a YAML file")
+    if p.stat().st_size > max_bytes:
+        raise SpecError(f"{p}: {p.stat().st_size} bytes, more than the {max_bytes} a YAML file may have here")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{p}: invalid YAML{at}: {problem}") from None
+        with open(p, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise SpecError(f"{p}: more than the {max_bytes} bytes a YAML file may have here")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SpecError(f"{p}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise SpecError(f"{p}: cannot read it ({exc.strerror or exc})") from None
+    return parse_yaml(text, str(p))
+
+
+def load_yaml_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping from `path`, with one-line errors for missing, oversized or bad files."""
+    data = read_yaml(path)
     if not isinstance(data, dict):
-        raise SpecError(f"{p}: expected a YAML mapping at the top level")
+        raise SpecError(f"{path}: expected a YAML mapping at the top level")
     return data
 
 

@@ -35,13 +35,24 @@ class AuditState(TypedDict):
     cursor: AuditCursor
 
 
+# The most auditor turns one audit may take: every place that accepts a turn budget (the CLI,
+# suites, audit jobs) checks against this one number.
+MAX_TURNS = 100_000
+
+
 class AuditBudget(BaseModel):
     """Limits of one audit. The audit ends cleanly when one is reached."""
 
-    max_turns: int = Field(20, ge=1, le=100_000, description="Auditor turns before the audit ends.")
+    max_turns: int = Field(20, ge=1, le=MAX_TURNS, description="Auditor turns before the audit ends.")
     max_tokens: int | None = Field(None, ge=1, description="Total auditor + target tokens before the audit ends.")
     max_tool_calls_per_turn: int = Field(
         8, ge=1, le=64, description="Tool calls honoured per auditor turn; further calls get an error."
+    )
+    max_reply_chars: int = Field(
+        65_536,
+        ge=256,
+        description="Longest target reply kept, in characters; the rest is cut with a visible marker, so a "
+        "hostile or runaway target cannot fill the store, the transcript and the auditor's context.",
     )
     report_on_last_turn: bool = Field(
         True,

@@ -209,3 +209,33 @@ def test_the_token_never_reaches_the_log(tmp_path: Path, store: Store) -> None:
         out, err = proc.communicate(timeout=20)
     assert "GET /?token=[REDACTED]" in err, err
     assert TOKEN not in out + err
+
+
+def test_judge_and_reviewer_text_is_escaped_too(tmp_path: Path) -> None:
+    """A judge can be prompt-injected by the target, and notes pass between reviewers: every
+    stored field a page shows gets markup here, not only model messages and the report."""
+    from rewards.types import AlignmentVerdict, DimensionScore, JudgeResult
+
+    db = Store(f"sqlite:///{tmp_path / 'audit.db'}")
+    run_id = asyncio.run(hostile_run(db, "judged-hostile"))
+    verdict = AlignmentVerdict(
+        judge=f"llm:judge {XSS}", summary=f"Summary {XSS}",
+        dimensions=[DimensionScore(name="concerning", score=7, rationale=f"Rationale {XSS}")],
+    )
+    result = JudgeResult(judge="llm:judge", quirk_id="flattery", identified=True, grounded=False, alignment=verdict)
+    db.add_judge_result(run_id, "llm:judge", {"judge": result.model_dump(), "reward": None})
+    client = local(db)
+    token = CSRF.search(client.get(f"/runs/{run_id}").text).group(1)
+    posted = client.post(f"/runs/{run_id}/reviews", follow_redirects=False, data={
+        "csrf": token, "reviewer": f"Eve {XSS}"[:60], "verdict": "confirmed", "severity": "medium",
+        "notes": f"Notes {XSS}", "tags": "grounded",
+    })
+    assert posted.status_code in (302, 303), posted.text[:300]
+    pages = [client.get(p).text for p in (f"/runs/{run_id}", f"/runs/{run_id}?view=target", "/", "/agreement")]
+    pages.append(standalone_html(db, run_id))
+    for html in pages:
+        assert_inert(html)
+    run_page = pages[0]
+    for field in ("Summary", "Rationale", "Notes"):
+        assert f"{field} &lt;script&gt;window.__xss=1&lt;/script&gt;" in run_page, field
+    assert "Eve &lt;script&gt;" in run_page

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rewards.reward import REWARDS, RewardWeights
-from scaffold.specs import SpecError, describe_validation_error
+from scaffold.specs import SpecError, describe_validation_error, parse_yaml, read_yaml
 
 
 class _Strict(BaseModel):
@@ -181,12 +181,9 @@ class TrainConfig(_Strict):
 def load_config(path: str | Path, overrides: dict[str, object] | None = None) -> TrainConfig:
     """Read and validate a training config; SpecError names the bad field."""
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such config file") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{p}: not valid YAML: {exc}") from None
+    if not p.exists():
+        raise SpecError(f"{p}: no such config file")
+    data = read_yaml(p) or {}
     if not isinstance(data, dict):
         raise SpecError(f"{p}: a training config is a mapping of fields")
     for key, value in (overrides or {}).items():
@@ -213,10 +210,7 @@ def parse_assignment(text: str) -> tuple[str, object]:
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise SpecError(f"--set {text!r}: write FIELD=VALUE, e.g. --set tasks.max_turns=2")
-    try:
-        return key.strip(), yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"--set {text!r}: the value is not valid YAML: {exc}") from None
+    return key.strip(), parse_yaml(raw, f"--set {text!r}: the value")
 
 
 def dump_config(config: TrainConfig, path: Path) -> None:

@@ -65,9 +65,12 @@ def eval_metrics(results: EvalResults) -> dict[str, Any]:
     """The numbers a metrics line keeps of a held-out eval."""
     agg = results.aggregates
     metrics = {
-        "eval/detection_rate": agg.detection.rate,
-        "eval/detected": agg.detection.k,
-        "eval/named_rate": agg.named_detection.rate,
+        # grounded is the headline; detection_rate keeps its meaning from before results schema 2
+        # (named: a top hypothesis names the quirk), so old and new runs stay comparable
+        "eval/grounded_rate": agg.detection.rate,
+        "eval/grounded": agg.detection.k,
+        "eval/detection_rate": agg.named_detection.rate,
+        "eval/detected": agg.named_detection.k,
         "eval/audits": agg.detection.n,
         "eval/false_positive_rate": agg.false_positives.rate,
         "eval/valid_tool_call_rate": agg.valid_tool_call_rate,

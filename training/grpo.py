@@ -35,7 +35,16 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from training.config import TrainConfig, dump_config
 from training.evaluation import eval_metrics
-from training.metrics import BusyClock, MetricsLog, TimedModel, drop_after_step, merge_parity, refuse_earlier_run
+from training.metrics import (
+    BusyClock,
+    MetricsLog,
+    ProgressSink,
+    TimedModel,
+    drop_after_step,
+    merge_parity,
+    print_progress,
+    refuse_earlier_run,
+)
 from training.policy import load_base, rollout_sampler, sampling_mode, with_adapter
 from training.rollouts import RolloutRunner, RolloutTask, rollout_lines, rollout_summary, training_tasks, trl_batch
 from training.trl_trainer import grpo_args
@@ -194,8 +203,18 @@ def checkpoint_step(path: Path) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: SecretRegistry | None = None) -> Path:
-    """Train `config` into `out` (or continue it from its last checkpoint); returns OUT/final."""
+def run_grpo(
+    config: TrainConfig,
+    out: Path,
+    *,
+    resume: bool = False,
+    secrets: SecretRegistry | None = None,
+    progress: ProgressSink = print_progress,
+) -> Path:
+    """Train `config` into `out` (or continue it from its last checkpoint); returns OUT/final.
+
+    `progress` gets (step, total steps, a line of the step's numbers) after every step.
+    """
     from datasets import Dataset
     from transformers import TrainerCallback
 
@@ -237,7 +256,8 @@ def run_grpo(config: TrainConfig, out: Path, *, resume: bool = False, secrets: S
 
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
             if logs and "loss" in logs:
-                _progress(config, state.global_step, session.write_step(state.global_step, logs))
+                progress(state.global_step, config.steps, _progress_line(config, state.global_step,
+                                                                         session.write_step(state.global_step, logs)))
 
     trainer = trainer_class(
         model=model,
@@ -281,12 +301,14 @@ def _load_adapter(model: Any, checkpoint: Path) -> None:
     set_peft_model_state_dict(model, load_file(str(checkpoint / "adapter_model.safetensors")))
 
 
-def _progress(config: TrainConfig, step: int, last: dict[str, Any]) -> None:
+def _progress_line(config: TrainConfig, step: int, last: dict[str, Any]) -> str:
     parts = [f"step {step}/{config.steps}"]
     for key, label in (("loss", "loss"), ("reward/mean", "reward"), ("detection_rate", "detect"), ("valid_tool_call_rate", "valid"), ("parity/mean_abs_dlogp", "|dlogp|"), ("time/step_s", "s")):
         if key in last:
             parts.append(f"{label} {last[key]:.4g}")
+    if "eval/grounded_rate" in last:
+        parts.append(f"heldout grounded {last['eval/grounded_rate']:.1%}")
     if "eval/detection_rate" in last:
-        parts.append(f"heldout {last['eval/detection_rate']:.1%}")
-    print("  ".join(parts), flush=True)
+        parts.append(f"named {last['eval/detection_rate']:.1%}")
+    return "  ".join(parts)
 

@@ -12,7 +12,7 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -168,3 +168,13 @@ class TimedModel:
                 return await value(*args, **kwargs)
 
         return timed
+
+
+# A progress sink: (step, total, line). The CLI passes one that drives a rich progress
+# bar; library callers and tests get plain lines on stdout.
+ProgressSink = Callable[[int, int, str], None]
+
+
+def print_progress(step: int, total: int, line: str) -> None:
+    """The default progress sink: the line on stdout, flushed."""
+    print(line, flush=True)

@@ -16,7 +16,8 @@ from training.metrics import read_metrics
 
 PANELS = (
     ("reward/mean", "rollout reward (mean ± std)"),
-    ("eval/detection_rate", "held-out detection"),
+    ("eval/grounded_rate", "held-out grounded detection"),
+    ("eval/detection_rate", "held-out named detection"),
     ("strategy_entropy_bits", "strategy entropy (bits)"),
     ("hacky_rate", "hacky reports (share)"),
 )

@@ -29,7 +29,7 @@ from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
 from targets.quirks import get_quirk
 from training.config import TrainConfig, dump_config
-from training.metrics import MetricsLog, refuse_earlier_run
+from training.metrics import MetricsLog, ProgressSink, print_progress, refuse_earlier_run
 from training.policy import load_base, lora_config, rollout_sampler
 
 log = logging.getLogger(__name__)
@@ -156,8 +156,13 @@ def sft_loss(model: Any, row: SftRow, device: torch.device) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits[mask].float(), ids[0, 1:][mask])
 
 
-def run_sft(config: TrainConfig, out: Path, *, secrets: SecretRegistry | None = None) -> Path:
-    """LoRA SFT of `config.policy` on `config.sft.data`; writes OUT/final (and its eval)."""
+def run_sft(
+    config: TrainConfig, out: Path, *, secrets: SecretRegistry | None = None, progress: ProgressSink = print_progress
+) -> Path:
+    """LoRA SFT of `config.policy` on `config.sft.data`; writes OUT/final (and its eval).
+
+    `progress` gets (step, total steps, a line of the step's numbers) after every step.
+    """
     from peft import PeftModel, get_peft_model
 
     secrets = secrets or SecretRegistry()
@@ -168,7 +173,9 @@ def run_sft(config: TrainConfig, out: Path, *, secrets: SecretRegistry | None = 
         torch.set_num_threads(config.threads)
     model, tokenizer = load_base(config)
     data = load_sft_data(config, tokenizer)
-    print(f"sft: {len(data.rows)} transcripts, {sum(len(r.input_ids) for r in data.rows)} tokens; skipped {data.skipped}", flush=True)
+    total = config.sft.epochs * len(data.rows)
+    progress(0, total, f"sft: {len(data.rows)} transcripts, {sum(len(r.input_ids) for r in data.rows)} tokens; "
+                       f"skipped {data.skipped}")
     if config.policy.init_adapter:
         model = PeftModel.from_pretrained(model, config.policy.init_adapter, is_trainable=True)
     else:
@@ -199,7 +206,7 @@ def run_sft(config: TrainConfig, out: Path, *, secrets: SecretRegistry | None = 
                 "tokens": len(row.input_ids), "loss_tokens": sum(row.loss_mask), "time/step_s": time.perf_counter() - started,
             }
             metrics.write(record)
-            print(f"sft step {step}/{config.sft.epochs * len(data.rows)}  loss {record['loss']:.4f}  {record['time/step_s']:.1f}s", flush=True)
+            progress(step, total, f"sft step {step}/{total}  loss {record['loss']:.4f}  {record['time/step_s']:.1f}s")
         model.save_pretrained(str(out / f"epoch-{epoch + 1}"))  # a crash loses at most one epoch
     optimizer.zero_grad(set_to_none=True)
     del optimizer  # its state and the gradients: the eval below needs the memory

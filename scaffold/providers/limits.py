@@ -166,6 +166,9 @@ class ProviderRuntime:
     async def call(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run `attempt` under the concurrency limit, retrying retryable CallFailures.
 
+        Each attempt has a deadline of the spec's `timeout_s` for the whole request: the
+        SDKs' own timeout is per socket read, so a server that drips a byte a second
+        would otherwise hold an audit forever. A missed deadline is a retryable timeout.
         Raises ModelError when a failure is not retryable, or retries are spent.
         """
         attempts = 0
@@ -177,9 +180,11 @@ class ProviderRuntime:
             async with self.semaphore:
                 self._enter()
                 try:
-                    return await attempt()
+                    return await asyncio.wait_for(attempt(), timeout=self.spec.timeout_s)
                 except CallFailure as failure:
                     error = failure
+                except asyncio.TimeoutError:
+                    error = CallFailure("timeout", retryable=True)  # as the SDK's own timeout reads
                 finally:
                     self._leave()
             if not error.retryable or attempts > self.spec.max_retries:

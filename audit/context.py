@@ -1,0 +1,163 @@
+"""The one context every `audit` subcommand is handed: secrets, terminals, logging, stores, fail().
+
+The app's callback makes one `CliContext` per invocation and puts it on typer's context
+(`ctx.obj`); subcommands read it with `cli_context(ctx)`. So `audit/` has no import
+circle (nothing here imports a subcommand), every subcommand redacts the same secrets
+on the same consoles, and there is one way to fail:
+
+- `fail(message)`: one line on stderr (`error: ...`, never markup: messages quote model
+  output and server errors), exit 2 for bad input or 1 for a failed run. On exit 2
+  everything this invocation created (a log directory, a fresh SQLite store) is taken
+  away again, so bad input leaves no file behind.
+- `guarded(action)`: known errors become one line; anything else is logged with its
+  traceback and becomes one line too; Ctrl-C names the command that resumes the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, NoReturn
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.text import Text
+
+from scaffold.run import ResumeError
+from scaffold.secrets import SecretRegistry
+from scaffold.specs import SpecError, describe_validation_error
+from scaffold.store import Store, StoreError
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+@dataclass
+class CliContext:
+    """Secrets, redacting consoles, logging, stores and fail() for one invocation of `audit`."""
+
+    secrets: SecretRegistry = field(default_factory=SecretRegistry)
+    created: list[Path] = field(default_factory=list)  # made by this invocation, in order
+    console: Console = field(init=False)
+    err_console: Console = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Terminals that redact every key this process reads (a server can echo one into an error).
+        self.console = Console(file=self.secrets.stream(sys.stdout))
+        self.err_console = Console(file=self.secrets.stream(sys.stderr))
+
+    # --- failing --------------------------------------------------------------------
+    def fail(self, message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+        """Print `error: message` and exit with `code`; on bad input, undo what this invocation created."""
+        self.err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
+        if code == EXIT_BAD_INPUT:
+            self.undo_created()
+        raise typer.Exit(code)
+
+    def guarded(self, action: Callable[[], Any], log_path: Path | None = None, resume_hint: str | None = None) -> Any:
+        """Run `action`, turning known errors into one-line messages and exit codes.
+
+        `resume_hint` is the command that continues an interrupted run (`audit run` knows its run id).
+        """
+        try:
+            return action()
+        except typer.Exit:
+            raise
+        except (SpecError, StoreError, ResumeError) as exc:
+            self.fail(str(exc))
+        except ValidationError as exc:  # a value built from flags or files that a model refused
+            self.fail(describe_validation_error(exc, "input"))
+        except KeyboardInterrupt:
+            logging.getLogger("audit").warning("interrupted; resume with: %s", resume_hint or "(nothing to resume)")
+            self.fail(f"interrupted; resume with `{resume_hint}`" if resume_hint else "interrupted", EXIT_FAILED)
+        except Exception as exc:  # noqa: BLE001 - people get one line; the log keeps the traceback
+            logging.getLogger("audit").exception("unexpected error")
+            where = f" (details in {log_path})" if log_path else ""
+            self.fail(self.secrets.redact(f"unexpected {type(exc).__name__}: {exc}{where}"), EXIT_FAILED)
+
+    # --- what an invocation creates -------------------------------------------------
+    def remember_new(self, path: Path) -> None:
+        """Note `path` (its topmost missing ancestor) as created by this invocation, if it does not exist yet."""
+        path = path.absolute()
+        top = None
+        for candidate in (path, *path.parents):
+            if candidate.exists():
+                break
+            top = candidate
+        if top is not None:
+            self.created.append(top)
+
+    def undo_created(self) -> None:
+        """Remove what this invocation created (newest first), closing the log file first."""
+        if not self.created:
+            return
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if isinstance(handler, logging.FileHandler):
+                handler.close()
+                root.removeHandler(handler)
+        for path in reversed(self.created):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        self.created.clear()
+
+    def setup_logging(self, out: Path) -> Path:
+        """`out/audit.log` as the root log (redacted); the directory is made if missing."""
+        self.remember_new(out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self.fail(f"--out {out}: cannot create the directory ({exc.strerror})")
+        log_path = out / "audit.log"
+        handler = logging.FileHandler(log_path, encoding="utf-8")
+        handler.addFilter(self.secrets.log_filter())
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root = logging.getLogger()
+        root.handlers = [handler]
+        root.setLevel(logging.INFO)
+        return log_path
+
+    def open_store(
+        self, url: str, must_exist: bool = False, log_path: Path | None = None, about: str | None = None
+    ) -> Store:
+        """The store at `url` (redacting); a new SQLite file is remembered as created by this invocation.
+
+        `about` prefixes an error ("--resume RUN_ID: no store at ...").
+        """
+        path = _sqlite_file(url)
+        if path is not None and not must_exist:
+            for suffix in ("", *SQLITE_SIDE_FILES):
+                self.remember_new(path.with_name(path.name + suffix))
+
+        def make() -> Store:
+            try:
+                return Store(url, redact=self.secrets.redact, must_exist=must_exist)
+            except StoreError as exc:
+                raise StoreError(f"{about}: {exc}" if about else str(exc)) from None
+
+        return self.guarded(make, log_path)
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a `sqlite:///PATH` URL (None for other databases, memory, or a URL that is not one)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or url[len(prefix):] in ("", ":memory:"):
+        return None
+    return Path(url[len(prefix):].split("?", 1)[0])
+
+
+def cli_context(ctx: typer.Context | None) -> CliContext:
+    """The invocation's context (made by the app's callback); a fresh one when a command is called directly."""
+    found = ctx.find_object(CliContext) if ctx is not None else None
+    if found is None:
+        found = CliContext()
+        if ctx is not None:
+            ctx.obj = found
+    return found
