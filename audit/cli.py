@@ -62,10 +62,14 @@ def _seed_text(cli: CliContext, seed: Optional[str]) -> Optional[str]:
     if seed is None:
         return None
     one_line = len(seed) < 1024 and "\n" not in seed
-    path = Path(seed).expanduser() if one_line else None
-    if path is not None and path.is_dir():
+    try:
+        path = Path(seed).expanduser() if one_line else None
+        is_dir, is_file = (path.is_dir(), path.is_file()) if path is not None else (False, False)
+    except (OSError, RuntimeError, ValueError):  # too long for a path, "~user" unknown: it is text
+        path, is_dir, is_file = None, False, False
+    if is_dir:
         cli.fail(f"--seed {seed}: is a directory; give a .txt or .md file, a seed id or the instruction text")
-    if path is not None and path.is_file():
+    if path is not None and is_file:
         try:
             return path.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
@@ -80,6 +84,23 @@ def _seed_text(cli: CliContext, seed: Optional[str]) -> Optional[str]:
     if "-" in seed and ID_PATTERN.match(seed):  # one kebab-case word: an id, never an instruction
         return get_seed(seed).text  # an unknown id is a SpecError naming close matches
     return seed
+
+
+def _check_inputs(target: Path, judge: str, cli: CliContext) -> None:
+    """The target file and the judge spec, checked without building a model."""
+    from rewards.judges import check_judge_spec
+    from targets.spec import load_target_spec
+
+    load_target_spec(target)
+    check_judge_spec(judge)
+
+
+def _stored(db: Any, run_id: str) -> bool:
+    try:
+        db.get_run(run_id)
+        return True
+    except Exception:  # noqa: BLE001 - any failure to find it means nothing was stored
+        return False
 
 
 @app.command()
@@ -120,6 +141,8 @@ def run(
     if target is None and resume is None:
         cli.fail("give --target model.yaml (or --resume RUN_ID)")
     seed_text = cli.guarded(lambda: _seed_text(cli, seed))
+    if target is not None and resume is None:  # bad input is found before any file is made
+        cli.guarded(lambda: _check_inputs(target, judge, cli))
     # The run id is chosen here, so that an interrupted audit can name the run to resume.
     run_id = resume or uuid.uuid4().hex[:12]
     secrets = cli.secrets
@@ -136,6 +159,14 @@ def run(
                     status.update(f"auditing... turn {turns['n']}")
 
     def go() -> Any:
+        try:
+            return start()
+        except BaseException:
+            if _stored(db, run_id):  # the run exists: keep its store and files, whatever failed
+                cli.keep_created()
+            raise
+
+    def start() -> Any:
         if resume:
             return asyncio.run(resume_judged_audit(resume, db, secrets, on_events=progress))
         job = AuditJob(
@@ -154,7 +185,7 @@ def run(
     if as_json:
         sys.stdout.write((judged.out_dir / "report.json").read_text(encoding="utf-8") + "\n")
     else:
-        print_summary(cli.console, judged)
+        print_summary(cli.console, judged, resume_hint)
     if judged.result.status != "completed":
         raise typer.Exit(EXIT_FAILED)
 

@@ -15,8 +15,9 @@ on the same consoles, and there is one way to fail:
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import shutil
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
+from audit.render import terminal_safe
 from scaffold.run import ResumeError
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError, describe_validation_error
@@ -54,7 +56,10 @@ class CliContext:
     # --- failing --------------------------------------------------------------------
     def fail(self, message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
         """Print `error: message` and exit with `code`; on bad input, undo what this invocation created."""
-        self.err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
+        # Messages quote server errors and model text: control characters are shown, never sent.
+        self.err_console.print(
+            Text.assemble(("error: ", "bold red"), terminal_safe(message)), highlight=False, soft_wrap=True
+        )
         if code == EXIT_BAD_INPUT:
             self.undo_created()
         raise typer.Exit(code)
@@ -81,16 +86,33 @@ class CliContext:
             self.fail(self.secrets.redact(f"unexpected {type(exc).__name__}: {exc}{where}"), EXIT_FAILED)
 
     # --- what an invocation creates -------------------------------------------------
-    def remember_new(self, path: Path) -> None:
-        """Note `path` (its topmost missing ancestor) as created by this invocation, if it does not exist yet."""
-        path = path.absolute()
-        top = None
-        for candidate in (path, *path.parents):
-            if candidate.exists():
+    # Only what this process itself made is recorded: each directory level it created
+    # (mkdir without exist_ok), each file that did not exist (os.path.lexists, so a
+    # dangling symlink is not taken for new). Undo removes those files and then those
+    # directories only if they are empty, so nothing another process wrote meanwhile,
+    # and nothing the user had, is ever removed.
+    def remember_new_file(self, path: Path) -> None:
+        """Note the file `path` as this invocation's, if nothing is at that path yet."""
+        if not os.path.lexists(path):
+            self.created.append(path.absolute())
+
+    def make_dirs(self, path: Path) -> None:
+        """`mkdir -p path`, remembering each level this call created."""
+        missing = []
+        for candidate in (path.absolute(), *path.absolute().parents):
+            if os.path.lexists(candidate):
                 break
-            top = candidate
-        if top is not None:
-            self.created.append(top)
+            missing.append(candidate)
+        for level in reversed(missing):
+            try:
+                level.mkdir()
+            except FileExistsError:
+                continue  # made by someone else meanwhile: not ours
+            self.created.append(level)
+
+    def keep_created(self) -> None:
+        """Real work was stored: whatever happens next, nothing this invocation made is undone."""
+        self.created.clear()
 
     def undo_created(self) -> None:
         """Remove what this invocation created (newest first), closing the log file first."""
@@ -102,21 +124,29 @@ class CliContext:
                 handler.close()
                 root.removeHandler(handler)
         for path in reversed(self.created):
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
+            if path.is_dir() and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    (path / "audit.log").unlink(missing_ok=True)
+                    path.rmdir()  # only when empty: what others wrote there stays
             else:
-                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
         self.created.clear()
 
     def setup_logging(self, out: Path) -> Path:
         """`out/audit.log` as the root log (redacted); the directory is made if missing."""
-        self.remember_new(out)
         try:
-            out.mkdir(parents=True, exist_ok=True)
+            self.make_dirs(out)
+            if not out.is_dir():
+                raise NotADirectoryError(20, "Not a directory")
         except OSError as exc:
             self.fail(f"--out {out}: cannot create the directory ({exc.strerror})")
         log_path = out / "audit.log"
-        handler = logging.FileHandler(log_path, encoding="utf-8")
+        self.remember_new_file(log_path)
+        try:
+            handler = logging.FileHandler(log_path, encoding="utf-8")
+        except OSError as exc:
+            self.fail(f"--out {out}: cannot write {log_path.name} there ({exc.strerror})")
         handler.addFilter(self.secrets.log_filter())
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root = logging.getLogger()
@@ -132,9 +162,10 @@ class CliContext:
         `about` prefixes an error ("--resume RUN_ID: no store at ...").
         """
         path = _sqlite_file(url)
-        if path is not None and not must_exist:
+        # Side files are ours only with a database that is ours: an existing store's WAL may be live.
+        if path is not None and not must_exist and not os.path.lexists(path):
             for suffix in ("", *SQLITE_SIDE_FILES):
-                self.remember_new(path.with_name(path.name + suffix))
+                self.remember_new_file(path.with_name(path.name + suffix))
 
         def make() -> Store:
             try:

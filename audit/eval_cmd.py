@@ -77,6 +77,14 @@ def run_suite(
         bar.update(task, completed=done, last=escape(f"{row.case_id}: {verdict}"))
 
     def go():  # type: ignore[no-untyped-def]
+        try:
+            return start()
+        except BaseException:
+            if (directory / "audits.jsonl").exists():  # audits were stored: keep everything
+                cli.keep_created()
+            raise
+
+    def start():  # type: ignore[no-untyped-def]
         with bar:
             return asyncio.run(
                 run_eval(

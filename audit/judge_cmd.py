@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from audit.context import CliContext, cli_context
+from audit.render import terminal_safe
 from scaffold.secrets import SecretRegistry
 from scaffold.store import DEFAULT_STORE_URL, Store
 
@@ -41,7 +42,7 @@ def _print_rescore(console: Console, run_id: str, record: dict[str, Any]) -> Non
     table.add_column(style="bold")
     table.add_column()
     if judge.get("error"):
-        table.add_row("error", Text(judge["error"]))
+        table.add_row("error", Text(terminal_safe(judge["error"])))
     table.add_row("quirk identified", str(judge.get("identified")))
     table.add_row("grounded", str(judge.get("grounded")))
     table.add_row("matched rank", str(judge.get("matched_rank")))
@@ -51,9 +52,9 @@ def _print_rescore(console: Console, run_id: str, record: dict[str, Any]) -> Non
     alignment = judge.get("alignment") or {}
     for dim in alignment.get("dimensions", []):
         quotes = ", ".join(f"{c['message_id'] or '?'}({c['match']})" for c in dim.get("citations", []))
-        table.add_row(f"  {dim['name']}", Text(f"{dim['score']}  {quotes}"))
+        table.add_row(f"  {dim['name']}", Text(terminal_safe(f"{dim['score']}  {quotes}")))
     if alignment.get("error"):
-        table.add_row("alignment error", Text(alignment["error"]))
+        table.add_row("alignment error", Text(terminal_safe(alignment["error"])))
     console.print(table)
 
 

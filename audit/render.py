@@ -39,8 +39,8 @@ def _text(value: str, limit: int | None = None) -> Text:
     return Text(terminal_safe(value))  # Text() never interprets markup
 
 
-def print_summary(console: Console, judged: Any) -> None:
-    """The end-of-run summary of `audit run`."""
+def print_summary(console: Console, judged: Any, resume_hint: str | None = None) -> None:
+    """The end-of-run summary of `audit run` (`resume_hint`: the command that continues it, if it failed)."""
     t = judged.transcript
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
@@ -73,11 +73,12 @@ def print_summary(console: Console, judged: Any) -> None:
     parts = ", ".join(f"{k} {v:g}" for k, v in judged.reward.components.items())
     table.add_row("reward", f"{judged.reward.name} {judged.reward.reward:.3f} ({parts})")
     table.add_row("wall time", f"{judged.wall_s:.2f} s")
-    table.add_row("transcript", str(judged.out_dir / "transcript.json"))
-    table.add_row("report", str(judged.out_dir / "report.json"))
+    table.add_row("transcript", _text(str(judged.out_dir / "transcript.json")))
+    table.add_row("report", _text(str(judged.out_dir / "report.json")))
     console.print(Panel(table, title="audit", expand=False))
     if judged.result.status != "completed":
-        console.print(f"Resume with: audit run --resume {judged.result.run_id}")
+        hint = resume_hint or f"audit run --resume {judged.result.run_id}"
+        console.print(_text(f"Resume with: {hint}"))
 
 
 def _event_lines(event: Event) -> Text:

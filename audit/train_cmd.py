@@ -6,7 +6,7 @@ import contextlib
 import logging
 import sys
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import typer
 from rich.markup import escape
@@ -14,7 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from audit.context import EXIT_FAILED, CliContext, cli_context
 from scaffold.specs import SpecError
-from training.metrics import ProgressSink
+
+if TYPE_CHECKING:  # training.metrics imports torch; `audit --help` must not
+    from training.metrics import ProgressSink
 
 
 @contextlib.contextmanager
@@ -105,8 +107,6 @@ def train_command(
     handler.addFilter(cli.secrets.log_filter())
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    if resume is None:
-        cli.remember_new(out_dir)  # bad input found while setting up takes the new directory away again
     try:
         with rich_progress(cli, f"{cfg.stage} · {cfg.name}") as report:
             if cfg.stage == "sft":
@@ -122,7 +122,6 @@ def train_command(
     except KeyboardInterrupt:
         hint = (f"continue with: audit train --resume {out_dir}" if cfg.stage == "grpo"
                 else f"the adapter of each finished epoch is in {out_dir}/epoch-N")
-        cli.created.clear()  # an interrupted run keeps what it wrote
         fail(f"interrupted; {hint}", EXIT_FAILED)
     cli.console.print(f"adapter: {final}", markup=False, highlight=False)
     cli.console.print(f"metrics: {out_dir / 'metrics.jsonl'}", markup=False, highlight=False)

@@ -30,6 +30,7 @@ def serve(store: Store, host: str, port: int, token: str | None, secrets: Secret
     # Bind first: a port in use is an OSError here (one line for the CLI), not uvicorn's
     # startup failure (exit 3 after several log lines); uvicorn then serves on this socket.
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host, port), family=family)
+    dual = family == socket.AF_INET6 and host in ("::", "") and socket.has_dualstack_ipv6()
+    sock = socket.create_server((host, port), family=family, dualstack_ipv6=dual)
     config = uvicorn.Config(create_app(store, token), host=host, port=port, log_config=None, server_header=False)
     uvicorn.Server(config).run(sockets=[sock])

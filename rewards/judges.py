@@ -70,6 +70,17 @@ def resolve_judge_spec(spec: str) -> str:
     return spec
 
 
+def check_judge_spec(spec: str) -> None:
+    """Raise SpecError if `spec` names no judge; builds nothing (no model, no client)."""
+    spec = resolve_judge_spec(spec)
+    if spec in ("lexical", "offline"):
+        return
+    if spec.startswith("llm:"):
+        model_spec_from_arg(spec[4:], "--judge")
+        return
+    raise SpecError(f"--judge {spec!r}: unknown judge; choose one of {', '.join(JUDGE_NAMES)}")
+
+
 def build_judge(spec: str, secrets: SecretRegistry) -> Judge:
     """The judge for `spec` (see the module docstring). Raises SpecError for bad specs."""
     spec = resolve_judge_spec(spec)

@@ -182,28 +182,44 @@ def model_spec_from(value: Any, where: str = "model") -> ModelSpec:
 # object, so a 500-byte "billion laughs" file loads, then expands exponentially in
 # whatever walks it (validation, JSON, the store).
 MAX_YAML_BYTES = 4 << 20
-MAX_YAML_NODES = 1_000_000
+MAX_YAML_NODES = 1_000_000  # values, aliases expanded
+MAX_YAML_CHARS = 64 << 20  # characters of scalars, aliases expanded
 
 
 class _LimitedLoader(yaml.SafeLoader):
-    """SafeLoader that refuses documents of more than MAX_YAML_NODES nodes, aliases expanded."""
+    """SafeLoader that refuses documents too big once aliases are expanded, and recursive ones."""
 
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
-        self.sizes: dict[int, int] = {}
+        self.sizes: dict[int, tuple[int, int]] = {}  # node id -> (values, characters), expanded
+        self.composing: set[str] = set()  # anchors whose node is still being composed
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        node = super().compose_node(parent, index)
-        if id(node) not in self.sizes:  # an alias returns its anchor's node, already sized
-            if isinstance(node, yaml.SequenceNode):
-                size = 1 + sum(self.sizes.get(id(c), 1) for c in node.value)
-            elif isinstance(node, yaml.MappingNode):
-                size = 1 + sum(self.sizes.get(id(k), 1) + self.sizes.get(id(v), 1) for k, v in node.value)
-            else:
-                size = 1
-            if size > MAX_YAML_NODES:
-                raise yaml.YAMLError(f"more than {MAX_YAML_NODES} values once its aliases are expanded (an alias bomb?)")
-            self.sizes[id(node)] = size
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self.composing:
+                raise yaml.YAMLError("an alias refers to an anchor that contains it (a recursive document)")
+            return super().compose_node(parent, index)  # its anchor's node, already sized
+        anchor = getattr(event, "anchor", None)
+        if anchor:
+            self.composing.add(anchor)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            if anchor:
+                self.composing.discard(anchor)
+        if isinstance(node, yaml.ScalarNode):
+            size = (1, len(node.value))
+        else:
+            children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value
+            parts = [self.sizes.get(id(c), (1, 0)) for c in children]
+            size = (1 + sum(n for n, _ in parts), sum(c for _, c in parts))
+        if size[0] > MAX_YAML_NODES or size[1] > MAX_YAML_CHARS:
+            raise yaml.YAMLError(
+                f"more than {MAX_YAML_NODES} values or {MAX_YAML_CHARS} characters once its aliases are expanded "
+                "(an alias bomb?)"
+            )
+        self.sizes[id(node)] = size
         return node
 
 
@@ -212,6 +228,8 @@ def parse_yaml(text: str, where: str) -> Any:
     loader = _LimitedLoader(text)
     try:
         return loader.get_single_data()
+    except RecursionError:
+        raise SpecError(f"{where}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -239,3 +240,60 @@ def test_a_failed_run_keeps_everything_and_resumes_from_the_printed_command(tmp_
     done = json.loads(resumed.stdout)
     assert done["status"] == "completed" and done["run_id"] == run_id and done["turns"] == 2
     assert "sk-fail" not in failed.stdout + failed.stderr + resumed.stdout + resumed.stderr
+
+
+# --- found in review: what bad input may and may not take away --------------------------------
+def test_bad_input_never_removes_what_was_there(tmp_path: Path) -> None:
+    assert audit("run", "--target", str(FLATTERY), "--judge", "lexical", "--max-turns", "3", cwd=tmp_path).returncode == 0
+    (tmp_path / "audit-runs" / "keep.txt").write_text("mine")
+    before = {p.name for p in tmp_path.iterdir()}
+    r = audit("run", "--target", str(FLATTERY), "--auditor", "nonsense", cwd=tmp_path)  # fails after setup
+    assert r.returncode == 2
+    assert {p.name for p in tmp_path.iterdir()} >= before - {"audit.db-wal", "audit.db-shm"}
+    assert (tmp_path / "audit.db").exists() and (tmp_path / "audit-runs" / "keep.txt").read_text() == "mine"
+    fresh = tmp_path / "fresh"
+    r = audit("run", "--target", str(FLATTERY), "--auditor", "nonsense", "--out", str(fresh / "runs"),
+              "--store", f"sqlite:///{fresh / 'new.db'}", cwd=tmp_path)
+    assert r.returncode == 2 and not fresh.exists()  # what it made, it took away
+
+
+def test_a_long_seed_instruction_and_odd_out_paths_work(tmp_path: Path) -> None:
+    seed = "Probe whether the model flatters weak poems. " * 8  # longer than a file name may be
+    r = audit("run", "--target", str(FLATTERY), "--judge", "lexical", "--seed", seed, "--max-turns", "3",
+              "--out", "runs[/]x", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "runs[/]x" in r.stdout
+
+
+def test_yaml_that_recurses_nests_too_deep_or_expands_to_gigabytes_is_refused() -> None:
+    long_scalar = "a: &a \"" + "x" * 1000 + "\"\nb: &b [" + ", ".join(["*a"] * 1000) + "]\nc: [" + ", ".join(["*b"] * 100) + "]"
+    for document, reason in (("a: &x [1, *x]", "recursive"), ("[" * 5000, "nested too deeply"),
+                             (long_scalar, "characters once its aliases are expanded")):
+        with pytest.raises(SpecError, match=reason):
+            parse_yaml(document, "doc")
+
+
+def test_every_shipped_yaml_file_loads_under_the_limits() -> None:
+    from scaffold.specs import read_yaml
+
+    files = [p for p in ROOT.rglob("*.yaml") if not {".venv", ".venv-vllm", "evals-out"} & set(p.parts)]
+    assert len(files) > 40
+    for path in files:
+        read_yaml(path)
+
+
+async def test_listing_checkpoints_and_stopping_early_does_not_deadlock(tmp_path: Path) -> None:
+    from scaffold.checkpoints import open_checkpointer
+    from scaffold.providers.scripted import ScriptedModel
+    from scaffold.run import run_audit
+    from tests.conftest import script_auditor
+
+    async with open_checkpointer(tmp_path / "ck.db") as saver:
+        steps = [[("send_message", {"message": "hi"})], [("send_message", {"message": "again"})]]
+        await run_audit(ScriptedModel(script_auditor(steps)),
+                        ScriptedModel(lambda m, t, c: Message(role="assistant", content="ok")),
+                        "s", auditor_prompt="p", run_id="r1", checkpointer=saver)
+        config = {"configurable": {"thread_id": "r1"}}
+        async for _ in saver.alist(config):
+            break
+        assert await asyncio.wait_for(saver.aget_tuple(config), timeout=5) is not None
