@@ -242,11 +242,15 @@ def parse_yaml(text: str, where: str) -> Any:
 def read_yaml(path: str | Path, max_bytes: int = MAX_YAML_BYTES) -> Any:
     """Any YAML document from a regular file of at most `max_bytes`; one-line SpecErrors otherwise."""
     p = Path(path)
-    if not p.exists():
+    try:
+        exists, is_dir, is_file = p.exists(), p.is_dir(), p.is_file()
+    except OSError as exc:  # a name too long for the file system, say
+        raise SpecError(f"{str(p)[:200]}: cannot read it ({exc.strerror or exc})") from None
+    if not exists:
         raise SpecError(f"{p}: no such file")
-    if p.is_dir():
+    if is_dir:
         raise SpecError(f"{p}: is a directory, expected a YAML file")
-    if not p.is_file():
+    if not is_file:
         raise SpecError(f"{p}: not a regular file, expected a YAML file")
     if p.stat().st_size > max_bytes:
         raise SpecError(f"{p}: {p.stat().st_size} bytes, more than the {max_bytes} a YAML file may have here")

@@ -181,7 +181,11 @@ class TrainConfig(_Strict):
 def load_config(path: str | Path, overrides: dict[str, object] | None = None) -> TrainConfig:
     """Read and validate a training config; SpecError names the bad field."""
     p = Path(path)
-    if not p.exists():
+    try:
+        missing = not p.exists()
+    except OSError as exc:  # a name too long for the file system, say
+        raise SpecError(f"{str(p)[:200]}: cannot read it ({exc.strerror or exc})") from None
+    if missing:
         raise SpecError(f"{p}: no such config file")
     data = read_yaml(p) or {}
     if not isinstance(data, dict):
