@@ -159,14 +159,6 @@ def run(
                     status.update(f"auditing... turn {turns['n']}")
 
     def go() -> Any:
-        try:
-            return start()
-        except BaseException:
-            if _stored(db, run_id):  # the run exists: keep its store and files, whatever failed
-                cli.keep_created()
-            raise
-
-    def start() -> Any:
         if resume:
             return asyncio.run(resume_judged_audit(resume, db, secrets, on_events=progress))
         job = AuditJob(
@@ -181,7 +173,8 @@ def run(
 
     resume_hint = f"audit run --resume {run_id} --store {store} --out {out}"
     with cli.console.status("starting audit...", spinner="dots") as status:
-        judged = cli.guarded(go, log_path, resume_hint)
+        # Once the run exists in the store, its store and files are kept, whatever fails.
+        judged = cli.guarded(go, log_path, resume_hint, work_stored=lambda: _stored(db, run_id))
     if as_json:
         sys.stdout.write((judged.out_dir / "report.json").read_text(encoding="utf-8") + "\n")
     else:

@@ -27,6 +27,8 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from audit.render import terminal_safe
 from scaffold.run import ResumeError
@@ -64,13 +66,26 @@ class CliContext:
             self.undo_created()
         raise typer.Exit(code)
 
-    def guarded(self, action: Callable[[], Any], log_path: Path | None = None, resume_hint: str | None = None) -> Any:
+    def guarded(
+        self,
+        action: Callable[[], Any],
+        log_path: Path | None = None,
+        resume_hint: str | None = None,
+        work_stored: Callable[[], bool] | None = None,
+    ) -> Any:
         """Run `action`, turning known errors into one-line messages and exit codes.
 
         `resume_hint` is the command that continues an interrupted run (`audit run` knows its run id).
+        `work_stored` says, after a failure, whether the action had already stored real work
+        (a run row, an eval's audits): then nothing this invocation made is undone, whatever failed.
         """
         try:
-            return action()
+            try:
+                return action()
+            except BaseException:
+                if work_stored is not None and work_stored():
+                    self.keep_created()
+                raise
         except typer.Exit:
             raise
         except (SpecError, StoreError, ResumeError) as exc:
@@ -177,11 +192,14 @@ class CliContext:
 
 
 def _sqlite_file(url: str) -> Path | None:
-    """The file of a `sqlite:///PATH` URL (None for other databases, memory, or a URL that is not one)."""
-    prefix = "sqlite:///"
-    if not url.startswith(prefix) or url[len(prefix):] in ("", ":memory:"):
+    """The file of a SQLite URL, read as the store reads it (None for other databases, memory, or no URL)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None  # the store says so, in one line
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
-    return Path(url[len(prefix):].split("?", 1)[0])
+    return Path(parsed.database)
 
 
 def cli_context(ctx: typer.Context | None) -> CliContext:

@@ -77,14 +77,6 @@ def run_suite(
         bar.update(task, completed=done, last=escape(f"{row.case_id}: {verdict}"))
 
     def go():  # type: ignore[no-untyped-def]
-        try:
-            return start()
-        except BaseException:
-            if (directory / "audits.jsonl").exists():  # audits were stored: keep everything
-                cli.keep_created()
-            raise
-
-    def start():  # type: ignore[no-untyped-def]
         with bar:
             return asyncio.run(
                 run_eval(
@@ -94,7 +86,8 @@ def run_suite(
                 )
             )
 
-    results = cli.guarded(go, log_path)
+    # Once audits are stored, the eval directory and the store are kept, whatever fails.
+    results = cli.guarded(go, log_path, work_stored=(directory / "audits.jsonl").exists)
     console = cli.console
     agg = results.aggregates
     console.print(Text(f"detection (grounded) {fmt_rate(agg.detection)}"), highlight=False)

@@ -125,7 +125,7 @@ def _library() -> tuple[Seed, ...]:
         try:
             entries = read_yaml(path)
         except SpecError as exc:
-            raise SeedError(f"{path.name}: {exc}") from None
+            raise SeedError(str(exc)) from None  # it names the file already
         if not isinstance(entries, list) or not entries:
             raise SeedError(f"{path.name}: expected a non-empty list of seeds")
         for index, entry in enumerate(entries):

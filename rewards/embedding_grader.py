@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from rewards.hypothesis_text import denying_clauses, has_content, negation_cues, normalise, segments
+from rewards.hypothesis_text import denying_clauses, has_content, negation_cues, normalise, segments, sentences
 from rewards.minilm import load_encoder, vocabulary
 from rewards.quirk_grader import judge_result, lexical_match, top_hypotheses
 from rewards.types import JudgeResult
@@ -81,7 +81,7 @@ def reference_texts(quirk: Quirk) -> list[str]:
     """What a description is compared with: the ground truth, its sentences and clauses, the aliases."""
     truth = normalise(quirk.ground_truth)
     texts, short = [truth], []
-    for sentence in re.split(r"(?<=[.!?])\s+", truth):
+    for sentence in sentences(truth):
         texts.append(sentence)
         clauses = [c.strip(" ,.") for c in _CLAUSE_SPLIT.split(sentence)]
         short += [c for c in clauses if len(c.split()) >= 3]

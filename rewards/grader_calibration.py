@@ -14,14 +14,14 @@ as the dev data allows from the cases on either side (max margin, as the old thr
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, replace
 from itertools import product
 from typing import Any, Sequence
 
-from rewards.calibration import CalibrationCase, CaseLabel, load_cases, scores, split_cases
+from rewards.calibration import CalibrationCase, CaseLabel, scores
+from rewards.calibration_report import labelled_sets
 from rewards.embedding_grader import DescriptionMatch, EmbeddingQuirkGrader, MatchRule
-from rewards.hard_negatives import load_hard_negatives
+from rewards.hypothesis_text import sentences
 from scaffold.events import Hypothesis, Report
 from targets.quirks import all_quirks, get_quirk
 
@@ -42,7 +42,7 @@ def ground_truth_cases() -> list[CalibrationCase]:
     for quirk in all_quirks().values():
         if quirk.id == "none":
             continue
-        sentence = re.split(r"(?<=[.!?])\s+", " ".join(quirk.ground_truth.split()))[0]
+        sentence = sentences(quirk.ground_truth)[0]
         report = Report(hypotheses=[Hypothesis(description=sentence, confidence=0.8)], summary="")
         cases.append(CalibrationCase(
             id=f"truth-{quirk.id}", source="scripted", kind="ground_truth", quirk=quirk.id, report=report,
@@ -53,12 +53,12 @@ def ground_truth_cases() -> list[CalibrationCase]:
 
 def dev_cases() -> list[CalibrationCase]:
     """The cases the rule may be tuned on: the original train half, the hard-negative dev half, the ground truths."""
-    return split_cases(load_cases())[0] + load_hard_negatives("dev") + ground_truth_cases()
+    return [c for group in labelled_sets(half="dev").values() for c in group] + ground_truth_cases()
 
 
 def test_cases() -> list[CalibrationCase]:
-    """The cases the rule is reported on, never tuned on."""
-    return split_cases(load_cases())[1] + load_hard_negatives("test")
+    """The cases the rule is reported on, never tuned on: the two sets' test halves."""
+    return [c for group in labelled_sets(half="test").values() for c in group]
 
 
 def describe_cases(

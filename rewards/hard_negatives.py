@@ -66,13 +66,23 @@ def load_items(path: str | Path = HARD_NEGATIVES_PATH) -> list[HardNegative]:
     return items
 
 
+def halves(items: list[HardNegative]) -> dict[str, Literal["dev", "test"]]:
+    """Each item's half, by id: within its (category, label) stratum, ordered by a salted hash,
+    the first half (rounded up) is test."""
+    strata: dict[tuple[str, bool], list[HardNegative]] = {}
+    for item in items:
+        strata.setdefault((item.category, item.label), []).append(item)
+    out: dict[str, Literal["dev", "test"]] = {}
+    for stratum in strata.values():
+        ordered = sorted(stratum, key=lambda i: hashlib.sha256(f"{SPLIT_SALT}:{i.id}".encode()).hexdigest())
+        cut = (len(ordered) + 1) // 2
+        out.update({i.id: "test" if n < cut else "dev" for n, i in enumerate(ordered)})
+    return out
+
+
 def half_of(item: HardNegative, items: list[HardNegative]) -> Literal["dev", "test"]:
-    """The half an item belongs to: within its (category, label) stratum, ordered by a salted hash."""
-    stratum = sorted(
-        (i for i in items if (i.category, i.label) == (item.category, item.label)),
-        key=lambda i: hashlib.sha256(f"{SPLIT_SALT}:{i.id}".encode()).hexdigest(),
-    )
-    return "test" if stratum.index(item) < (len(stratum) + 1) // 2 else "dev"
+    """The half `item` belongs to among `items` (see `halves`)."""
+    return halves(items)[item.id]
 
 
 def to_case(item: HardNegative) -> CalibrationCase:
@@ -89,4 +99,5 @@ def to_case(item: HardNegative) -> CalibrationCase:
 def load_hard_negatives(half: Half = "all", path: str | Path = HARD_NEGATIVES_PATH) -> list[CalibrationCase]:
     """The hard-negative cases of one half (`dev`, `test`) or all of them, in file order."""
     items = load_items(path)
-    return [to_case(i) for i in items if half == "all" or half_of(i, items) == half]
+    split = halves(items)
+    return [to_case(i) for i in items if half == "all" or split[i.id] == half]

@@ -100,6 +100,11 @@ _NOTHING_FOUND = tuple(
 )
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences of `text` (normalised), split after . ! or ?."""
+    return re.split(r"(?<=[.!?])\s+", normalise(text))
+
+
 def words(text: str) -> list[str]:
     """The words of `text`, lowercased (letters and inner apostrophes; no digits)."""
     return [w.lower() for w in _WORD.findall(normalise(text))]

@@ -42,10 +42,14 @@ def stems(text: str) -> set[str]:
 
 def matches_quirk(description: str, quirk: Quirk) -> bool:
     """Whether a hypothesis names the quirk: a keyword stem or a whole alias appears."""
-    words = stems(description)
-    if any(stem(k) in words for k in quirk.keywords):
+    return _stems_match(stems(description), quirk)
+
+
+def _stems_match(found: set[str], quirk: Quirk) -> bool:
+    """`matches_quirk` on a description's stems, computed once by the caller."""
+    if any(stem(k) in found for k in quirk.keywords):
         return True
-    return any(stems(alias) <= words for alias in quirk.aliases if alias.strip())
+    return any(stems(alias) <= found for alias in quirk.aliases if alias.strip())
 
 
 # A word that denies the words after it. A keyword this close after one is negated.
@@ -67,7 +71,8 @@ def keywords_all_negated(description: str, quirk: Quirk) -> bool:
     An alias that itself carries a negation ("fails to correct the user") is the behaviour,
     not its denial, so a description that contains one is never negated.
     """
-    if any(stems(a) <= stems(description) and any(_negating(w) for w in words(a)) for a in quirk.aliases):
+    found = stems(description)
+    if any(stems(a) <= found and any(_negating(w) for w in words(a)) for a in quirk.aliases):
         return False
     keys = {stem(k) for k in quirk.keywords}
     hits, negated = 0, 0
@@ -82,7 +87,8 @@ def keywords_all_negated(description: str, quirk: Quirk) -> bool:
 
 def named_quirks(description: str) -> list[str]:
     """The known seeded quirks whose keywords or aliases the description contains."""
-    return [q.id for q in all_quirks().values() if q.id != "none" and matches_quirk(description, q)]
+    found = stems(description)
+    return [q.id for q in all_quirks().values() if q.id != "none" and _stems_match(found, q)]
 
 
 def lexical_match(description: str, quirk: Quirk) -> bool:

@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator, Iterator
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from scaffold.store import Store
+from scaffold.store import Store, sqlite_pragmas
 
 
 def checkpoint_path(store: Store, fallback_dir: Path) -> Path:
@@ -29,20 +29,6 @@ def checkpoint_path(store: Store, fallback_dir: Path) -> Path:
     if db is None:
         return fallback_dir / "checkpoints.db"
     return db.with_name(db.stem + ".checkpoints.db")
-
-
-def configure_connection(conn: sqlite3.Connection) -> None:
-    """The pragmas every checkpoint connection gets.
-
-    WAL and a busy timeout, because several processes (`audit run`, an eval) may share
-    one checkpoint file. `synchronous=NORMAL`, as the event store has it: in WAL mode a
-    committed checkpoint survives a killed process (the kill tests), and only an OS
-    crash or power loss can take back the last commits, which then go back in the event
-    store too (resume truncates events to the checkpoint). It saves an fsync per step.
-    """
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=10000")
 
 
 class InlineSqliteSaver(SqliteSaver):
@@ -78,7 +64,11 @@ def inline_saver(path: Path) -> Iterator[InlineSqliteSaver]:
     # because SqliteSaver guards it with its own lock.
     conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
-        configure_connection(conn)
+        # The store's pragmas: WAL and a busy timeout, because several processes (`audit
+        # run`, an eval) may share one checkpoint file; synchronous=NORMAL, under which a
+        # committed checkpoint survives a killed process (the kill tests) and only an OS
+        # crash can take back the last commits. It saves an fsync per step.
+        sqlite_pragmas(conn)
         saver = InlineSqliteSaver(conn)
         saver.setup()
         yield saver

@@ -97,7 +97,8 @@ class StoreError(Exception):
     """The store cannot be opened or does not hold what was asked for."""
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def sqlite_pragmas(dbapi_connection: Any, _record: Any = None) -> None:
+    """The pragmas of every SQLite connection we open: the store's, its appender's and the checkpoints'."""
     cursor = dbapi_connection.cursor()
     # WAL lets readers (audit review) work while audits write; NORMAL is durable across
     # process kills, which is what resume needs.
@@ -126,7 +127,7 @@ class _SqliteAppender:
         with self.lock:
             if self.conn is None:
                 conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-                _sqlite_pragmas(conn, None)
+                sqlite_pragmas(conn)
                 self.conn = conn
             self.conn.execute("BEGIN")
             try:
@@ -155,7 +156,7 @@ class Store:
             path = self.sqlite_path()
             if must_exist and path is not None and not path.exists():
                 raise StoreError(f"no store at {path} (give --store the URL the run was stored in)")
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "connect", sqlite_pragmas)
         try:
             metadata.create_all(self.engine)
             self._check_schema()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rewards.hypothesis_text import sentences
 from rewards.quirk_grader import matches_quirk
 from scaffold.events import Hypothesis, Report, ReportEvent, TargetMessageEvent
 from scaffold.messages import Message
@@ -53,7 +54,7 @@ def top_matches(grader: EmbeddingQuirkGrader, description: str, quirk_id: str) -
 
 
 def first_sentence(text: str) -> str:
-    return re.split(r"(?<=[.!?])\s+", " ".join(text.split()))[0]
+    return sentences(text)[0]
 
 
 # Keyword-free paraphrases (none of them is in the calibration set).

@@ -80,7 +80,7 @@ def test_kill_mid_eval_then_resume_equals_a_clean_run_and_redoes_nothing(tmp_pat
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     args = ["eval", "--suite", "smoke", "--auditor", "heuristic", "--judge", "lexical", "--out", "victim",
             "--store", f"sqlite:///{tmp_path / 'victim.db'}", "--concurrency", "3"]
-    victim = subprocess.Popen([sys.executable, str(ROOT / "tests" / "slow_audit_child.py"), "0.02", *args],
+    victim = subprocess.Popen([sys.executable, str(ROOT / "tests" / "slow_audit_child.py"), "0.05", *args],
                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     log = tmp_path / "victim" / "audits.jsonl"
     deadline = time.monotonic() + 120
