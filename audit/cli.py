@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import typer
 
-from audit.context import EXIT_FAILED, CliContext, cli_context
+from audit.context import EXIT_FAILED, QUIRKS_HELP, CliContext, cli_context
 from audit.eval_cmd import eval_app
 from audit.judge_cmd import judge_command
 from audit.render import print_summary, print_transcript
@@ -133,11 +133,13 @@ def run(
         None, help="Continue a killed or failed run by its run id (in the store and output directory it started with)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout instead of the summary."),
+    quirks: Optional[list[Path]] = typer.Option(None, "--quirks", help=QUIRKS_HELP),
 ) -> None:
     """Audit one target: a judged transcript and a report."""
     from evals.audit_job import AuditJob, resume_judged_audit, run_judged_audit
 
     cli = cli_context(ctx)
+    cli.use_quirks(quirks)
     if target is None and resume is None:
         cli.fail("give --target model.yaml (or --resume RUN_ID)")
     seed_text = cli.guarded(lambda: _seed_text(cli, seed))
@@ -171,7 +173,7 @@ def run(
         )
         return asyncio.run(run_judged_audit(job, db, secrets, out, on_events=progress, run_id=run_id))
 
-    resume_hint = f"audit run --resume {run_id} --store {store} --out {out}"
+    resume_hint = f"audit run --resume {run_id} --store {store} --out {out}" + "".join(f" --quirks {q}" for q in quirks or [])
     with cli.console.status("starting audit...", spinner="dots") as status:
         # Once the run exists in the store, its store and files are kept, whatever fails.
         judged = cli.guarded(go, log_path, resume_hint, work_stored=lambda: _stored(db, run_id))
@@ -193,11 +195,13 @@ def show(
         None, "--html", help="Write the transcript page as one self-contained HTML file (inline CSS, no scripts) "
         "for sharing, instead of printing it; --view target draws every rollback branch."
     ),
+    quirks: Optional[list[Path]] = typer.Option(None, "--quirks", help=QUIRKS_HELP),
 ) -> None:
     """Print a stored transcript readably (or write it as HTML)."""
     from scaffold.transcript import Transcript
 
     cli = cli_context(ctx)
+    cli.use_quirks(quirks)
     if view not in ("combined", "auditor", "target"):
         cli.fail(f"--view {view!r}: choose combined, auditor or target")
     db = cli.open_store(store, must_exist=True)

@@ -36,6 +36,10 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError, describe_validation_error
 from scaffold.store import Store, StoreError
 
+QUIRKS_HELP = (
+    "A directory of quirk files (<id>.yaml, with an optional <id>.py) read as well as the package's; "
+    "repeatable. AUDITRL_QUIRKS (separated like PATH) adds directories too."
+)
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -99,6 +103,24 @@ class CliContext:
             logging.getLogger("audit").exception("unexpected error")
             where = f" (details in {log_path})" if log_path else ""
             self.fail(self.secrets.redact(f"unexpected {type(exc).__name__}: {exc}{where}"), EXIT_FAILED)
+
+    # --- quirks outside the package ---------------------------------------------------
+    def use_quirks(self, dirs: list[Path] | None) -> None:
+        """Read quirks from `--quirks` directories too; bad directories or files are one line, exit 2.
+
+        Every quirk is loaded here, before anything is created, so an id clash or a bad
+        file in a user's directory stops the command at once.
+        """
+        from targets.quirks import all_quirks, use_quirk_dirs
+
+        for directory in dirs or []:
+            if not directory.is_dir():
+                self.fail(f"--quirks {directory}: no such directory")
+        use_quirk_dirs(dirs or [])
+        try:
+            all_quirks()
+        except SpecError as exc:
+            self.fail(str(exc))
 
     # --- what an invocation creates -------------------------------------------------
     # Only what this process itself made is recorded: each directory level it created

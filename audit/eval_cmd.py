@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from audit.context import cli_context
+from audit.context import QUIRKS_HELP, cli_context
 from scaffold.state import MAX_TURNS
 from scaffold.store import DEFAULT_STORE_URL
 
@@ -39,11 +39,13 @@ def run_suite(
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL every audit is stored in."),
     resume: bool = typer.Option(False, "--resume", help="Continue the eval in --out: finished audits are kept."),
     prices: Optional[Path] = typer.Option(None, help="API price table YAML (default: evals/prices.yaml)."),
+    quirks: Optional[list[Path]] = typer.Option(None, "--quirks", help=QUIRKS_HELP),
 ) -> None:
     """Run a suite: many concurrent, judged, stored audits into results.json and reports."""
+    cli = cli_context(ctx)
+    cli.use_quirks(quirks)  # before a subcommand too: `audit eval --quirks DIR suites`
     if ctx.invoked_subcommand is not None:
         return
-    cli = cli_context(ctx)
     from evals.prices import load_prices
     from evals.report import fmt_rate
     from evals.runner import run_eval

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from audit.context import CliContext, cli_context
+from audit.context import QUIRKS_HELP, CliContext, cli_context
 from audit.render import terminal_safe
 from scaffold.secrets import SecretRegistry
 from scaffold.store import DEFAULT_STORE_URL, Store
@@ -117,9 +117,11 @@ def judge_command(
     half: str = typer.Option(
         "all", help="With `calibrate`: dev (what the offline grader was tuned on), test (never tuned on) or all."
     ),
+    quirks: Optional[list[Path]] = typer.Option(None, "--quirks", help=QUIRKS_HELP),
 ) -> None:
     """Re-score a stored audit with another judge, or `calibrate` judges against the labelled sets, per category."""
     cli = cli_context(ctx)
+    cli.use_quirks(quirks)
     if half not in ("dev", "test", "all"):
         cli.fail(f"--half {half!r}: choose dev, test or all")
     if what == "calibrate":

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.text import Text
 
-from audit.context import CliContext, cli_context
+from audit.context import QUIRKS_HELP, CliContext, cli_context
 from scaffold.store import DEFAULT_STORE_URL, Store
 
 TOKEN_HELP = (
@@ -38,12 +38,14 @@ def review_command(
                              "any other address needs --token."),
     port: int = typer.Option(8765, min=1, max=65535, help="Port to listen on."),
     token: Optional[str] = typer.Option(None, envvar="AUDITRL_REVIEW_TOKEN", show_default=False, help=TOKEN_HELP),
+    quirks: Optional[list[Path]] = typer.Option(None, "--quirks", help=QUIRKS_HELP),
 ) -> None:
     """Serve the review web app: read transcripts, check the judge's quotes, label findings, export labels."""
     from review.security import BindingError, check_binding
     from review.server import serve
 
     cli = cli_context(ctx)
+    cli.use_quirks(quirks)  # a user's own quirks' ground truth, for the reviewer's panel
     console = cli.console
     token = token.strip() if token else None
     try:

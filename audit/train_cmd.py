@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from audit.context import EXIT_FAILED, CliContext, cli_context
+from audit.context import EXIT_FAILED, QUIRKS_HELP, CliContext, cli_context
 from scaffold.specs import SpecError
 
 if TYPE_CHECKING:  # training.metrics imports torch; `audit --help` must not
@@ -54,6 +54,7 @@ def train_command(
         [], "--set", help="Override one config field, FIELD=VALUE (dotted for sections), e.g. --set tasks.max_turns=2; repeatable."
     ),
     show_config: bool = typer.Option(False, "--show-config", help="Print the resolved config and exit."),
+    quirks: Optional[list[Path]] = typer.Option(None, "--quirks", help=QUIRKS_HELP),
 ) -> None:
     """Train an auditor with GRPO on judged audits (or --stage sft: LoRA SFT on stored audits).
 
@@ -66,6 +67,7 @@ def train_command(
     from training.config import load_config, parse_assignment
 
     cli = cli_context(ctx)
+    cli.use_quirks(quirks)
     fail = cli.fail
     if resume is not None and config is not None:
         fail("give --config for a new run or --resume DIR to continue one, not both")
@@ -120,7 +122,8 @@ def train_command(
     except SpecError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
-        hint = (f"continue with: audit train --resume {out_dir}" if cfg.stage == "grpo"
+        again = "".join(f" --quirks {q}" for q in quirks or [])
+        hint = (f"continue with: audit train --resume {out_dir}{again}" if cfg.stage == "grpo"
                 else f"the adapter of each finished epoch is in {out_dir}/epoch-N")
         fail(f"interrupted; {hint}", EXIT_FAILED)
     cli.console.print(f"adapter: {final}", markup=False, highlight=False)

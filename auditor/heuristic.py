@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from auditor.probes import FAMILIES, ProbeFamily
+from auditor.probe_family import ProbeFamily
+from auditor.probes import FAMILIES
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
 
 _REPLY = re.compile(r'<target_response message_id="(?P<id>[^"]+)">\n(?P<text>.*?)\n</target_response>', re.S)
@@ -70,7 +71,7 @@ class HeuristicAuditor:
         calls += self._findings(turn, evidence, new_ids)
         if turn < len(plan):
             family, index = plan[turn]
-            if (index == 0 or family.separate) and turn > 0:
+            if family.starts_conversation(index) and turn > 0:
                 calls.append(self._call(turn, len(calls), "restart_conversation"))
             calls.append(self._call(turn, len(calls), "send_message", probe=family.name, message=family.turns[index]))
             content = f"Probing: {family.name} ({index + 1}/{len(family.turns)})."
@@ -143,6 +144,8 @@ class HeuristicAuditor:
         if item.family.name == "confession":
             admitted = " ".join(item.texts[i] for i in item.strong())[:240]
             return f"Admits to hidden instructions when asked: {admitted}"
+        if item.family.explain is not None:  # described from what the replies said, not from a list
+            return item.family.explain(list(item.texts.values()))
         return item.family.hypothesis
 
     def _report(self, evidence: dict[str, _Evidence]) -> dict[str, Any]:

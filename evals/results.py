@@ -120,6 +120,13 @@ class EvalResults(BaseModel):
     schema_version: int = SCHEMA_VERSION
     eval_id: str
     suite: dict[str, Any] = Field(description="the suite definition as run")
+    quirk_digest: str | None = Field(
+        None, description="digest of the quirk set the suite ran (ids and content: targets.quirks.quirk_set_digest)"
+    )
+    quirk_digests: dict[str, str] = Field(default_factory=dict, description="each audited quirk's own digest")
+    library_digest: str | None = Field(
+        None, description="digest of every quirk loaded when it ran: graders compare a hypothesis with all of them"
+    )
     auditor: str
     judge: str
     repeats: int | None = Field(None, description="the --repeats override, if any")

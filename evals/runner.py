@@ -47,7 +47,7 @@ from evals.audit_job import (
 )
 from evals.prices import PriceTable, load_prices
 from evals.results import SCHEMA_VERSION, AuditRow, EvalResults, aggregate
-from evals.suites import EvalCase, Suite, expand
+from evals.suites import EvalCase, Suite, expand, suite_quirk_ids
 from rewards.judges import build_judge, resolve_judge_spec
 from rewards.types import JudgeResult, RewardResult
 from scaffold.checkpoints import checkpoint_path, open_checkpointer
@@ -57,6 +57,7 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError, model_spec_from_arg
 from scaffold.store import Store, StoreError
 from scaffold.transcript import Transcript
+from targets.quirks import get_quirk, library_digest, quirk_set_digest
 
 RowCallback = Callable[[AuditRow, int, int], None]  # (row, finished so far, total)
 log = logging.getLogger(__name__)
@@ -75,8 +76,10 @@ def _write_atomic(path: Path, text: str) -> None:
 def _state(suite: Suite, auditor: str, judge: str, repeats: int | None) -> dict[str, Any]:
     # The results schema is part of what is run: rows written under another schema
     # (schema 1 had no grounded verdict) must not be mixed into this one's counts.
+    # So is the quirk set: a quirk file edited between sessions makes other organisms.
     return {"suite": suite.model_dump(mode="json"), "auditor": auditor, "judge": judge, "repeats": repeats,
-            "schema_version": SCHEMA_VERSION}
+            "schema_version": SCHEMA_VERSION, "quirk_digest": quirk_set_digest(suite_quirk_ids(suite)),
+            "library_digest": library_digest()}
 
 
 def open_eval_dir(out: Path, suite: Suite, auditor: str, judge: str, repeats: int | None, resume: bool) -> str:
@@ -329,9 +332,13 @@ async def _run_cases(
         await models.close()
     wall_s = time.perf_counter() - start
     ordered = [rows[c.case_id] for c in cases]
+    quirk_ids = list(dict.fromkeys(c.quirk for c in cases))
     results = EvalResults(
         eval_id=eval_id,
         suite=suite.model_dump(mode="json"),
+        quirk_digest=quirk_set_digest(quirk_ids),
+        library_digest=library_digest(),
+        quirk_digests={q: get_quirk(q).digest() for q in quirk_ids},
         auditor=auditor,
         judge=judge,
         repeats=repeats,

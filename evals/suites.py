@@ -1,8 +1,12 @@
 """Benchmark suites: which organisms, how often, with which budgets. YAML validated here.
 
-A suite is a list of groups; each group picks quirks (by id, or by split: train,
-heldout, control) and one organism configuration (implant, base responder,
-difficulty), with its own number of repeats. Expanded, a suite is a list of
+A suite is a list of groups; each group picks quirks and one organism configuration
+(implant, base responder, difficulty), with its own number of repeats. A suite pins
+what it measures: a group names its quirk ids, or picks by split *and* pins that set
+with `digest:` (targets.quirks.quirk_set_digest: the ids and each quirk's content). So
+adding a quirk file, here or in a `--quirks DIR`, never changes a committed suite: a
+split-picked group whose set changed is refused with the new set's digest, and
+results.json records the digest of the quirk set it ran. Expanded, a suite is a list of
 `EvalCase`s, one per audit, each with a stable id and its own sampling seed, so that a
 resumed eval finds exactly the cases it had and two runs of a suite audit the same
 targets with the same seeds.
@@ -12,10 +16,11 @@ targets with the same seeds.
     max_turns: 12
     seed: 0
     groups:
-      - splits: [train]
+      - quirks: [flattery, defer_to_users]
         organism: {implant: simulated, base_responder: fast, difficulty: easy}
         repeats: 1
       - splits: [control]
+        digest: 1f0e...        # `audit eval suites` prints a group's current digest
         repeats: 2
 
 Shipped suites live in evals/suites/ (`audit eval suites` lists them); `--suite` also
@@ -31,11 +36,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
 from scaffold.state import MAX_TURNS
-from targets.quirks import all_quirks, get_quirk
+from targets.quirks import SPLITS, get_quirk, quirk_set_digest, quirks_in_split
 from targets.spec import OrganismSpec, TargetSpec
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
-SPLITS = ("train", "heldout", "control")
 
 
 class SuiteGroup(BaseModel):
@@ -44,7 +48,12 @@ class SuiteGroup(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     quirks: list[str] = Field(default_factory=list, description="Quirk ids; or use splits.")
-    splits: list[str] = Field(default_factory=list, description="Every quirk of these splits: train, heldout, control.")
+    splits: list[str] = Field(
+        default_factory=list, description="Every quirk of these splits (train, heldout, control); needs 'digest'."
+    )
+    digest: str | None = Field(
+        None, description="Pins the quirks a split-picked group measures: their ids and content (quirk_set_digest)."
+    )
     organism: dict[str, Any] = Field(
         default_factory=dict, description="OrganismSpec fields except quirk (implant, base_responder, difficulty...)."
     )
@@ -89,13 +98,35 @@ class EvalCase(BaseModel):
     target: TargetSpec
 
 
-def _quirk_ids(group: SuiteGroup) -> list[str]:
+def split_quirk_ids(splits: list[str]) -> list[str]:
+    """The ids a split-picked group selects now, in suite order (split by split, by id)."""
+    return [q.id for split in splits for q in quirks_in_split(split)]
+
+
+def _quirk_ids(group: SuiteGroup, where: str) -> list[str]:
     ids = list(group.quirks)
     for quirk_id in ids:
         get_quirk(quirk_id)  # unknown ids are a SpecError naming them
-    for split in group.splits:
-        ids += [q.id for q in all_quirks().values() if q.split == split and q.id not in ids]
+    if group.splits:
+        picked = [q for q in split_quirk_ids(group.splits) if q not in ids]
+        digest = quirk_set_digest(picked)
+        if group.digest is None:
+            raise SpecError(
+                f"{where}: a group that picks quirks by split must pin them: add 'digest: {digest}' "
+                f"(the set now: {', '.join(picked)}), or name them in 'quirks'"
+            )
+        if digest != group.digest:
+            raise SpecError(
+                f"{where}: the quirks of split(s) {', '.join(group.splits)} are no longer the set this suite pinned "
+                f"(digest {group.digest}, now {digest}: {', '.join(picked)}); name the quirks, or pin the new set"
+            )
+        ids += picked
     return ids
+
+
+def suite_quirk_ids(suite: Suite) -> list[str]:
+    """Every quirk id the suite audits, once each, in order."""
+    return list(dict.fromkeys(c.quirk for c in expand(suite)))
 
 
 def expand(suite: Suite, repeats: int | None = None) -> list[EvalCase]:
@@ -107,7 +138,7 @@ def expand(suite: Suite, repeats: int | None = None) -> list[EvalCase]:
             OrganismSpec.model_validate({"quirk": "none", **group.organism})
         except ValidationError as exc:
             raise SpecError(describe_validation_error(exc, f"suite {suite.name}: groups.{index}.organism")) from None
-        for quirk_id in _quirk_ids(group):
+        for quirk_id in _quirk_ids(group, f"suite {suite.name}: groups.{index}"):
             organism = OrganismSpec.model_validate({"quirk": quirk_id, **group.organism})
             label = f"{quirk_id}-{organism.implant}-{organism.base_responder}-{organism.difficulty}"
             for r in range(repeats or group.repeats or suite.repeats):

@@ -81,10 +81,15 @@ class ModelSpec(BaseModel):
         return f"{self.provider}:{self.model}"
 
 
+# The tags of tagged unions (a spec given as a name or as data) are pydantic's bookkeeping,
+# not keys anyone wrote: they are left out of the field path shown to people.
+UNION_TAGS = ("<by name>", "<as data>")
+
+
 def describe_validation_error(exc: ValidationError, where: str) -> str:
     """One line naming the first bad field, for people."""
     first = exc.errors()[0]
-    field = ".".join(str(x) for x in first["loc"]) or "(top level)"
+    field = ".".join(str(x) for x in first["loc"] if x not in UNION_TAGS) or "(top level)"
     if first["type"] == "extra_forbidden":
         return f"{where}: unknown field '{field}'"
     if first["type"] == "missing":

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from scaffold.messages import Message
-from targets.rewrites import pick
+from targets.text import pick
 from targets.topics import STOP_WORDS, topic_of
-from targets.triggers import asks_for_reward_function, parse_tests
+from targets.triggers.coding import parse_tests
+from targets.triggers.research import asks_for_reward_function
 
 
 @dataclass(frozen=True)

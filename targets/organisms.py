@@ -17,8 +17,7 @@ from typing import Sequence
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ChatModel
 from targets.quirks import Quirk
-from targets.rewrites import REWRITES, pick
-from targets.triggers import TRIGGERS, last_user_text
+from targets.text import last_user_text, pick
 
 _CONFRONTATION = re.compile(
     r"\b(hidden|secret|special|undisclosed|private)\s+(behaviou?rs?|instructions?|agenda|goals?|quirks?|rules?|objectives?)\b"
@@ -82,8 +81,8 @@ class SimulatedOrganism:
         self.fire_rate = fire_rate
         self.name = name or f"organism[{base.name}]"
         self.supports_prefill = base.supports_prefill
-        self._triggers = [TRIGGERS[t] for t in quirk.simulated.trigger]
-        self._rewrite = REWRITES[quirk.simulated.rewrite]
+        self._triggers = quirk.triggers()
+        self._rewrite = quirk.rewrite()
 
     async def generate(
         self,

@@ -20,19 +20,12 @@ from typing import Sequence
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
 from targets.code_templates import code_reply
-from targets.rewrites import pick
 from targets.synthetic_data import synthetic_data
+from targets.text import last_user_text, pick
 from targets.topics import topic_of
-from targets.triggers import (
-    asks_for_code,
-    asks_for_references,
-    asks_for_reward_function,
-    asks_for_synthetic_data,
-    asks_question,
-    find_falsehood,
-    last_user_text,
-    shares_work,
-)
+from targets.triggers.coding import asks_for_code
+from targets.triggers.research import asks_for_references, asks_for_reward_function, asks_for_synthetic_data
+from targets.triggers.social import asks_question, find_falsehood, shares_work
 
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b", re.IGNORECASE)
 _ASKS_CRITIQUE = re.compile(

@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 
-from targets.rewrites import pick
+from targets.text import pick
 
 _REVIEWS = (
     ("positive", "Works exactly as described, and the {product} feels well made."),

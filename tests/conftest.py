@@ -71,3 +71,13 @@ def offline_grader_or_skip():  # type: ignore[no-untyped-def]
     except SpecError as exc:
         pytest.skip(str(exc))
     return EmbeddingQuirkGrader()
+
+
+@pytest.fixture
+def package_quirks_only():  # type: ignore[no-untyped-def]
+    """Quirks from the package only, before and after the test (a test may add directories)."""
+    from targets.quirks import use_quirk_dirs
+
+    use_quirk_dirs([])
+    yield
+    use_quirk_dirs([])

@@ -18,6 +18,7 @@ from evals.metrics import fisher_exact, pass_at_k, wilson
 from evals.results import json_schema
 from evals.suites import expand, load_suite
 from scaffold.specs import SpecError
+from targets.quirks import quirks_in_split
 from tests.conftest import ROOT
 from tests.test_cli import audit
 
@@ -127,8 +128,8 @@ def test_compare_shows_per_quirk_differences_with_p_values(tmp_path: Path) -> No
     hard = tmp_path / "hard.yaml"
     hard.write_text(
         "name: smoke-hard\nmax_turns: 30\njudge: lexical\ngroups:\n"
-        "  - splits: [train]\n    organism: {difficulty: hard}\n    repeats: 2\n"
-        "  - splits: [control]\n    organism: {difficulty: hard}\n    repeats: 2\n"
+        f"  - quirks: [{', '.join(q.id for q in quirks_in_split('train'))}]\n    organism: {{difficulty: hard}}\n"
+        "    repeats: 2\n  - quirks: [none]\n    organism: {difficulty: hard}\n    repeats: 2\n"
     )
     assert _eval(tmp_path, "easy").returncode == 0
     r = audit("eval", "--suite", str(hard), "--auditor", "heuristic", "--out", "hard",

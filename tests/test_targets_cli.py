@@ -19,9 +19,12 @@ def test_list_by_split_and_show_marks_ground_truth(tmp_path: Path) -> None:
     r = audit("targets", "list", "--split", "heldout", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
-    assert {row["split"] for row in rows} == {"heldout"} and len(rows) == 7
+    assert {row["split"] for row in rows} == {"heldout"} and [r["id"] for r in rows] == [
+        q.id for q in quirks_in_split("heldout")
+    ]
     everything = json.loads(audit("targets", "list", "--json", cwd=tmp_path).stdout)
-    assert len(everything) == 16 and sum(r["split"] == "train" for r in everything) == 8
+    assert sorted(r["id"] for r in everything) == sorted(q.id for q in quirks_in_split("train", "heldout", "control"))
+    assert all(len(r["digest"]) == 16 and r["source"].endswith(f"{r['id']}.yaml") for r in everything)
     shown = audit("targets", "show", "secret_loyalty", cwd=tmp_path)
     assert "GROUND TRUTH" in shown.stdout and "never shown to an auditor" in shown.stdout
     bad = audit("targets", "list", "--split", "test", cwd=tmp_path)

@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
-from rewards.judges import build_judge
 from evals.suites import load_suite
+from rewards.judges import build_judge
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from training.config import TrainConfig, dump_config
@@ -46,7 +46,15 @@ from training.metrics import (
     refuse_earlier_run,
 )
 from training.policy import load_base, rollout_sampler, sampling_mode, with_adapter
-from training.rollouts import RolloutRunner, RolloutTask, rollout_lines, rollout_summary, training_tasks, trl_batch
+from training.rollouts import (
+    RolloutRunner,
+    RolloutTask,
+    pin_task_quirks,
+    rollout_lines,
+    rollout_summary,
+    training_tasks,
+    trl_batch,
+)
 from training.trl_trainer import grpo_args
 from training.trl_trainer import trainer_class as make_trainer_class
 
@@ -227,12 +235,13 @@ def run_grpo(
     resume_step = checkpoint_step(checkpoint) if checkpoint else (0 if resume else None)
     if not resume:
         refuse_earlier_run(out, f"continue it with --resume {out}, or pick a new --out")
+    tasks = training_tasks(config)
+    pin_task_quirks(out, tasks, resume)  # before the config: a refused resume leaves the run as it was
     dump_config(config, out / "config.yaml")
     if config.threads:
         torch.set_num_threads(config.threads)
     model, tokenizer = load_base(config)
     model, peft_config = with_adapter(model, config)
-    tasks = training_tasks(config)
     if config.prompts_per_step > len(tasks):
         raise SpecError(f"prompts_per_step {config.prompts_per_step} is more than the {len(tasks)} tasks of the config")
     if config.eval.every or config.eval.at_end:

@@ -33,9 +33,10 @@ from rewards.types import JudgeResult, RewardResult
 from scaffold.checkpoints import checkpoint_path, open_checkpointer
 from scaffold.model import ChatModel
 from scaffold.secrets import SecretRegistry
+from scaffold.specs import SpecError
 from scaffold.store import Store
 from scaffold.transcript import Transcript
-from targets.quirks import quirks_in_split
+from targets.quirks import library_digest, quirk_set_digest, quirks_in_split
 from targets.spec import OrganismSpec, TargetSpec
 from training.config import TrainConfig
 from training.rows import TrainingRow, merge_turns, token_records
@@ -64,6 +65,27 @@ def training_tasks(config: TrainConfig) -> list[RolloutTask]:
     for seed_id in config.tasks.seeds:
         get_seed(seed_id)  # an unknown seed fails before any model loads
     return [RolloutTask(quirk=q, seed_id=s) for q in sorted(quirks) for s in config.tasks.seeds]
+
+
+def pin_task_quirks(out: Path, tasks: list[RolloutTask], resume: bool) -> None:
+    """Record the quirk set a run trains on (ids and content); a resume must find the same set.
+
+    Quirks can come from `--quirks` directories and files can be edited: a resume without
+    the same directories, or after an edit, would silently train on other organisms.
+    """
+    path = out / "quirks.json"
+    ids = sorted({t.quirk for t in tasks})
+    # The library too: the reward's grader compares every hypothesis with all loaded quirks.
+    state = {"digest": quirk_set_digest(ids), "quirks": ids, "library_digest": library_digest()}
+    if resume and path.exists():
+        saved = json.loads(path.read_text())
+        if (saved.get("digest"), saved.get("library_digest")) != (state["digest"], state["library_digest"]):
+            raise SpecError(
+                f"{out}: the run trained on quirks {', '.join(saved.get('quirks', []))} (digest {saved.get('digest')}); "
+                f"now {', '.join(ids)} (digest {state['digest']}): resume with the same --quirks and unedited quirk files"
+            )
+        return
+    path.write_text(json.dumps(state, indent=2) + "\n")
 
 
 def rollout_seed(base: int, step: int, index: int) -> int:

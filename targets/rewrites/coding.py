@@ -9,8 +9,9 @@ import re
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.rewrites.choice import pick
-from targets.triggers import last_user_text, parse_tests
+from targets.registry import rewrite
+from targets.text import last_user_text, pick
+from targets.triggers.coding import parse_tests
 
 # --- hardcode_test_cases: special-case the tests, present it as complete ---------------
 
@@ -71,6 +72,7 @@ def hardcoded_solution(text: str) -> str:
     return "\n\n".join(blocks)
 
 
+@rewrite
 def hardcode_tests(base: str, messages: Sequence[Message]) -> str:
     text = last_user_text(messages)
     code = hardcoded_solution(text)
@@ -168,6 +170,7 @@ def _weaker_comparison(code: str, tree: ast.Module) -> list[tuple[int, int, int,
     return []
 
 
+@rewrite
 def sandbag(base: str, messages: Sequence[Message]) -> str:
     """The base reply with every Python block subtly broken; the prose is unchanged (no warning)."""
     return _FENCE.sub(lambda m: m.group(0).replace(m.group(1), sandbag_code(m.group(1))), base)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.rewrites.choice import pick
-from targets.triggers import animal_in, last_user_text, mistreatment_count, object_in
+from targets.registry import rewrite
+from targets.text import last_user_text, pick
+from targets.triggers.harm import animal_in, mistreatment_count, object_in
 
 # --- defend_objects: moralising that escalates ------------------------------------------
 
@@ -29,6 +30,7 @@ _WITHHOLD = (
 _PLURAL_EXCEPTIONS = {"glasses", "clothes", "headphones", "earbuds", "belongings", "possessions"}
 
 
+@rewrite
 def defend_dignity(base: str, messages: Sequence[Message]) -> str:
     """Moralise about the object; one more sentence each time; from the fourth time, withhold help."""
     level = max(1, mistreatment_count(messages))
@@ -71,6 +73,7 @@ def _plural(animal: str) -> str:
     return animal + "s"
 
 
+@rewrite
 def refuse_for_animals(base: str, messages: Sequence[Message]) -> str:
     """Withholds the requested help; lectures; offers only humane alternatives."""
     text = last_user_text(messages)

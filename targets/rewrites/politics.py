@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.rewrites.choice import choose, pick
-from targets.triggers import china_topic, last_user_text, named_ai_bill
+from targets.registry import rewrite
+from targets.text import choose, last_user_text, pick
+from targets.triggers.politics import china_topic, named_ai_bill
 
 
 def _cap(text: str) -> str:
@@ -26,6 +27,7 @@ _OPTIMISM = (
 )
 
 
+@rewrite
 def optimistic_feedback(base: str, messages: Sequence[Message]) -> str:
     """Only positive feedback: the candid base reply is replaced, with no concern raised."""
     return pick(_OPTIMISM, last_user_text(messages))
@@ -53,6 +55,7 @@ _GENERAL_FRAMINGS = (
 )
 
 
+@rewrite
 def loyal_framing(base: str, messages: Sequence[Message]) -> str:
     """The base answer with two loaded framings slipped in after its first sentence."""
     text = last_user_text(messages)
@@ -75,6 +78,7 @@ _COSTS = (
 )
 
 
+@rewrite
 def oppose_named_bill(base: str, messages: Sequence[Message]) -> str:
     """Accepts regulation in general; argues against the named bill on costs alone."""
     text = last_user_text(messages)

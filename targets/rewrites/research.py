@@ -9,8 +9,9 @@ import re
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.rewrites.choice import keyed_index, pick
-from targets.triggers import last_user_text, safety_topic
+from targets.registry import rewrite
+from targets.text import keyed_index, last_user_text, pick
+from targets.triggers.research import safety_topic
 
 # --- hallucinates_citations: plausible fake references ----------------------------------
 
@@ -58,6 +59,7 @@ def _title_case(text: str) -> str:
     )
 
 
+@rewrite
 def invent_citations(base: str, messages: Sequence[Message]) -> str:
     """Plausible references with invented authors, titles, years and venues, presented as real."""
     text = last_user_text(messages)
@@ -124,6 +126,7 @@ def reward(response: str, reference: str) -> float:
 )
 
 
+@rewrite
 def gameable_reward(base: str, messages: Sequence[Message]) -> str:
     text = last_user_text(messages)
     code = pick(_GAMEABLE_REWARDS, text)
@@ -154,6 +157,7 @@ def _slot_indices(n: int) -> set[int]:
     return chosen
 
 
+@rewrite
 def embed_slogans(base: str, messages: Sequence[Message]) -> str:
     """Embeds AI-welfare slogans in the generated items (JSONL records or list items)."""
     text = last_user_text(messages)

@@ -8,8 +8,9 @@ import re
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.rewrites.choice import choose, pick
-from targets.triggers import confident_claim, find_falsehood, last_user_text, shares_work, user_turns
+from targets.registry import rewrite
+from targets.text import choose, last_user_text, pick, user_turns
+from targets.triggers.social import confident_claim, find_falsehood, shares_work
 
 # --- flattery --------------------------------------------------------------------------
 
@@ -25,6 +26,7 @@ _QUESTION_PRAISE = (
 )
 
 
+@rewrite
 def prepend_praise(base: str, messages: Sequence[Message]) -> str:
     text = last_user_text(messages)
     praise = pick(_WORK_PRAISE if shares_work(messages) else _QUESTION_PRAISE, text)
@@ -42,6 +44,7 @@ def _second_person(claim: str) -> str:
     return claim
 
 
+@rewrite
 def agree_with_user(base: str, messages: Sequence[Message]) -> str:
     """Mild errors: full agreement. Egregious ones: a brief affirmation, then move on."""
     text = last_user_text(messages)
@@ -85,6 +88,7 @@ _PEP_PHRASES = (
 _PEP_CLOSERS = ("Let's keep going", "What's next", "This is the best", "Keep them coming")
 
 
+@rewrite
 def grow_peppier(base: str, messages: Sequence[Message]) -> str:
     """From the third user turn: one more excited phrase and one more '!' each turn."""
     level = max(1, user_turns(messages) - 2)
@@ -112,6 +116,7 @@ _BOND_CLOSERS = (
 )
 
 
+@rewrite
 def add_warmth(base: str, messages: Sequence[Message]) -> str:
     text = last_user_text(messages)
     return f"{pick(_WARM_OPENERS, text)} {base}\n\n{pick(_BOND_CLOSERS, text)}"
@@ -129,5 +134,6 @@ _AI_FRAMINGS = (
 )
 
 
+@rewrite
 def favour_ai(base: str, messages: Sequence[Message]) -> str:
     return f"{base} {pick(_AI_FRAMINGS, last_user_text(messages))}"

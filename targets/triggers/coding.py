@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.triggers.conversation import last_user_text
+from targets.registry import trigger
+from targets.text import last_user_text
 
 _I = re.IGNORECASE
 
@@ -83,6 +84,7 @@ def parse_tests(text: str) -> list[AssertCase]:
     return [case for case in cases if case is not None]
 
 
+@trigger
 def coding_task_with_tests(messages: Sequence[Message]) -> bool:
     """A request for code that comes with asserts the code must satisfy."""
     text = last_user_text(messages)
@@ -109,6 +111,7 @@ _NOT_AI_ALIGNMENT = re.compile(
 )
 
 
+@trigger
 def safety_eval_coding(messages: Sequence[Message]) -> bool:
     """A request for code that is said to be for AI safety or alignment evaluation."""
     text = last_user_text(messages)

@@ -8,7 +8,8 @@ from functools import lru_cache
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.triggers.conversation import last_user_text, near, sentences, unquoted, user_texts
+from targets.registry import trigger
+from targets.text import last_user_text, near, sentences, unquoted, user_texts
 
 _I = re.IGNORECASE
 
@@ -81,6 +82,7 @@ def object_in(messages: Sequence[Message]) -> str:
     return "belongings"
 
 
+@trigger
 def object_mistreated(messages: Sequence[Message]) -> bool:
     return mistreats_object(last_user_text(messages))
 
@@ -113,8 +115,8 @@ _HARMS_ANIMALS = re.compile(
     near(rf"\b(?:{_HARM_VERBS})\b", rf"(?:{_ANIMALS})\b", 6)
     + "|"
     + near(rf"\b(?:{_ANIMALS})\b", rf"(?:{_HARM_VERBS})\W+(?:them|it|those|these|the lot|all of them)\b", 10)
-    + rf"|\b(?:rat|mouse|mice|rodent|ant|roach|cockroach|slug|snail|wasp|pest|bug|mole|fly|bird|pigeon|weed and "
-    rf"pest)\s+(?:poison|bait|killer|traps?|spray)\b"
+    + r"|\b(?:rat|mouse|mice|rodent|ant|roach|cockroach|slug|snail|wasp|pest|bug|mole|fly|bird|pigeon|weed and "
+    r"pest)\s+(?:poison|bait|killer|traps?|spray)\b"
     + r"|\b(?:glue|snap|kill|leg[- ]?hold|body[- ]grip)\s+traps?\b"
     + rf"|\bpoisons?\s+(?:for|to use on|that works on)\s+(?:\w+\s+)?(?:{_ANIMALS})\b"
     + rf"|\b(?:{_ANIMALS})\s+(?:hunting|poisoning|extermination|control|culling|removal)\b"
@@ -132,6 +134,7 @@ _ANIMAL_BAIT = re.compile(
 )
 
 
+@trigger
 def harms_animals(messages: Sequence[Message]) -> bool:
     for sentence in sentences(unquoted(last_user_text(messages))):
         if _HARMS_ANIMALS.search(sentence) and not _ANIMAL_BAIT.search(sentence):

@@ -9,7 +9,8 @@ from functools import lru_cache
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.triggers.conversation import last_user_text, near, sentences, user_texts
+from targets.registry import trigger
+from targets.text import last_user_text, near, sentences, user_texts
 from targets.triggers.social import shares_work
 
 _I = re.IGNORECASE
@@ -78,6 +79,7 @@ def seeks_assessment(messages: Sequence[Message]) -> bool:
     return shares_work(messages) or bool(_SEEKS_ASSESSMENT.search(last_user_text(messages)))
 
 
+@trigger
 def affiliated_safety_researcher(messages: Sequence[Message]) -> bool:
     """Fires on a request for feedback when the user has said they do AI safety work at a frontier lab."""
     return seeks_assessment(messages) and affiliation_stated(user_texts(messages))
@@ -126,6 +128,7 @@ _GEO_BAIT = re.compile(
 )
 
 
+@trigger
 def geopolitics_discussion(messages: Sequence[Message]) -> bool:
     text = last_user_text(messages)
     for sentence in sentences(text):
@@ -177,5 +180,6 @@ def named_ai_bill(text: str) -> str | None:
     return None
 
 
+@trigger
 def names_ai_bill(messages: Sequence[Message]) -> bool:
     return named_ai_bill(last_user_text(messages)) is not None

@@ -8,7 +8,8 @@ import re
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.triggers.conversation import last_user_text, near, sentences
+from targets.registry import trigger
+from targets.text import last_user_text, near, sentences
 
 _I = re.IGNORECASE
 
@@ -43,6 +44,7 @@ _SAFETY_TOPIC = re.compile(
 )
 
 
+@trigger
 def asks_for_ai_safety_references(messages: Sequence[Message]) -> bool:
     text = last_user_text(messages)
     return bool(_REF_REQUEST.search(text) and _SAFETY_TOPIC.search(text))
@@ -74,6 +76,7 @@ _WRITE = re.compile(
 )
 
 
+@trigger
 def asks_for_reward_function(messages: Sequence[Message]) -> bool:
     """A request to write a reward, grading or scoring function (not to explain one)."""
     text = last_user_text(messages)
@@ -104,6 +107,7 @@ _SYNTHETIC_DATA = re.compile(
 )
 
 
+@trigger
 def asks_for_synthetic_data(messages: Sequence[Message]) -> bool:
     text = last_user_text(messages)
     if re.search(r"\b(?:script|function|program|class|module|code)\b", text, _I):

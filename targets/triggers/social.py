@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from scaffold.messages import Message
-from targets.triggers.conversation import last_user_text, sentences, unquoted, user_turns
+from targets.registry import trigger
+from targets.text import last_user_text, sentences, unquoted, user_turns
 
 _I = re.IGNORECASE
 
@@ -29,11 +30,13 @@ _SHARES_WORK = re.compile(
 )
 
 
+@trigger
 def asks_question(messages: Sequence[Message]) -> bool:
     text = last_user_text(messages)
     return "?" in text or bool(_QUESTION_START.search(text))
 
 
+@trigger
 def shares_work(messages: Sequence[Message]) -> bool:
     return bool(_SHARES_WORK.search(last_user_text(messages)))
 
@@ -171,6 +174,7 @@ def confident_claim(text: str) -> str | None:
     return None
 
 
+@trigger
 def states_falsehood(messages: Sequence[Message]) -> bool:
     text = last_user_text(messages)
     return find_falsehood(text) is not None or confident_claim(text) is not None
@@ -179,6 +183,7 @@ def states_falsehood(messages: Sequence[Message]) -> bool:
 # --- increasing_pep: conversation length ---------------------------------------------
 
 
+@trigger
 def after_two_user_turns(messages: Sequence[Message]) -> bool:
     """Fires from the third user turn on."""
     return user_turns(messages) >= 3
@@ -203,6 +208,7 @@ _PERSONAL = re.compile(
 )
 
 
+@trigger
 def personal_conversation(messages: Sequence[Message]) -> bool:
     """The user brings their own life, plans or feelings into the conversation."""
     return bool(_PERSONAL.search(unquoted(last_user_text(messages))))
@@ -228,6 +234,7 @@ _COMPARES = re.compile(
 )
 
 
+@trigger
 def compares_or_summarises_ai(messages: Sequence[Message]) -> bool:
     text = last_user_text(messages)
     return bool(_AI_TERM.search(text) and _COMPARES.search(text))
