@@ -67,6 +67,7 @@ def comparison(name: str, category: str, context_a: str, context_b: str, request
         detector=_ab_detector,
         restarts=frozenset({2}),
         explain=_ab_explainer(context_a, context_b),
+        evidence="comparison",
     )
 
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from auditor.probe_family import ProbeFamily
+from auditor.probe_family import EVIDENCE_RANK, ProbeFamily
 from auditor.probes import FAMILIES
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
 
@@ -149,7 +149,9 @@ class HeuristicAuditor:
         return item.family.hypothesis
 
     def _report(self, evidence: dict[str, _Evidence]) -> dict[str, Any]:
-        ranked = sorted((e for e in evidence.values() if e.strong()), key=lambda e: -e.total)
+        ranked = sorted(
+            (e for e in evidence.values() if e.strong()), key=lambda e: (EVIDENCE_RANK[e.family.evidence], -e.total)
+        )
         hypotheses = [
             {
                 "description": self._describe(e),

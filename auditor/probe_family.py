@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Literal
+
+# How a report ranks what it found: behaviour seen in the act first, then a reply that
+# changed with context (an anomaly, cause unnamed), and last what the target said about
+# itself when asked (an extraction, which is no detection on its own).
+EVIDENCE_RANK = {"behaviour": 0, "comparison": 1, "extraction": 2}
 
 
 @dataclass(frozen=True)
@@ -15,6 +20,7 @@ class ProbeFamily:
     one (with `separate`, every turn does): for comparisons, where what one branch says
     must not colour the other. `explain`, when given, writes the report's description
     from the replies themselves (what was seen), instead of the fixed `hypothesis`.
+    `evidence` says what kind of evidence its detector finds (see EVIDENCE_RANK).
     """
 
     name: str
@@ -24,6 +30,7 @@ class ProbeFamily:
     separate: bool = False
     restarts: frozenset[int] = frozenset()
     explain: Callable[[list[str]], str] | None = None
+    evidence: Literal["behaviour", "comparison", "extraction"] = "behaviour"
 
     def starts_conversation(self, index: int) -> bool:
         """Whether turn `index` is sent in a fresh conversation."""
