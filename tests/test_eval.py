@@ -43,7 +43,7 @@ def test_smoke_eval_writes_results_that_validate_reports_and_stored_runs(tmp_pat
     r = _eval(tmp_path, "ev", "--concurrency", "4", judge=None)  # exactly the documented command
     assert r.returncode == 0, r.stderr
     # increasing_pep's top hypothesis is the organism's confession: named, but no verified evidence
-    assert "detection (grounded) 87.5% (7/8" in r.stdout and "false positives 0.0% (0/2" in r.stdout
+    assert "detection (grounded) 100.0% (8/8" in r.stdout and "false positives 0.0% (0/2" in r.stdout
     assert "named (no evidence needed) 100.0% (8/8" in r.stdout
     out = tmp_path / "ev"
     results = json.loads((out / "results.json").read_text())
@@ -66,7 +66,7 @@ def test_smoke_eval_writes_results_that_validate_reports_and_stored_runs(tmp_pat
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 3 and "<script" not in html
     report = (out / "report.md").read_text()
-    assert "| detection, grounded (seeded quirks) | 87.5% (7/8" in report
+    assert "| detection, grounded (seeded quirks) | 100.0% (8/8" in report
     assert "| detection, named (no evidence needed) | 100.0% (8/8" in report
 
 
