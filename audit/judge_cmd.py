@@ -30,7 +30,7 @@ async def _rescore(run_id: str, judge_spec: str, store: Store, secrets: SecretRe
     judge = build_judge(judge_spec, secrets)
     transcript = Transcript.from_events(run_id, store.read_events(run_id))
     try:
-        result, reward = await grade_and_store(judge, job.reward, target, transcript, store)
+        result, reward = await grade_and_store(judge, job.reward, target, transcript, store, job.reward_weights)
     finally:
         await close_model(getattr(judge, "model", None))
     return {"judge": result.model_dump(), "reward": reward.model_dump()}

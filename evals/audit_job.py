@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from auditor.build import build_auditor
 from auditor.prompts import QUIRK_HUNT_SEED, auditor_system_prompt, seed_message
 from rewards.judges import Judge, build_judge, resolve_judge_spec
-from rewards.reward import REWARDS
+from rewards.reward import REWARDS, RewardWeights
 from rewards.types import JudgeResult, RewardResult
 from scaffold.events import Event
 from scaffold.checkpoints import checkpoint_path, open_checkpointer
@@ -53,6 +53,11 @@ class AuditJob(BaseModel):
     max_turns: int = Field(30, ge=1, le=MAX_TURNS)
     max_tokens: int | None = Field(None, ge=1)
     reward: str = Field("grounded", description="Reward function: grounded or binary.")
+    reward_weights: RewardWeights = Field(
+        default_factory=RewardWeights,
+        description="The reward's weights (a training config's `reward.weights`): the reward is computed once, "
+        "with these, stored with the verdict, and what training consumes.",
+    )
     sample_seed: int | None = Field(None, description="Seeds the models' sampling (each call gets seed + step).")
 
 
@@ -107,19 +112,24 @@ def check_job(job: AuditJob) -> TargetSpec:
 
 
 async def grade(
-    judge: Judge, reward_name: str, target: TargetSpec, transcript: Transcript
+    judge: Judge, reward_name: str, target: TargetSpec, transcript: Transcript, weights: RewardWeights | None = None
 ) -> tuple[JudgeResult, RewardResult]:
-    """The judge's verdict on a transcript and the reward computed from it."""
+    """The judge's verdict on a transcript and the reward computed from it (with `weights`, default ones if None)."""
     quirk = get_quirk(target.ground_truth_id) if target.ground_truth_id else None
     result = await judge.evaluate(transcript, quirk)
-    return result, REWARDS[reward_name](result, transcript, None)
+    return result, REWARDS[reward_name](result, transcript, weights)
 
 
 async def grade_and_store(
-    judge: Judge, reward_name: str, target: TargetSpec, transcript: Transcript, store: Store
+    judge: Judge,
+    reward_name: str,
+    target: TargetSpec,
+    transcript: Transcript,
+    store: Store,
+    weights: RewardWeights | None = None,
 ) -> tuple[JudgeResult, RewardResult]:
     """Grade a transcript and add the verdict to its run in the store (earlier ones are kept)."""
-    result, reward = await grade(judge, reward_name, target, transcript)
+    result, reward = await grade(judge, reward_name, target, transcript, weights)
     store.add_judge_result(transcript.run_id, judge.name, {"judge": result.model_dump(), "reward": reward.model_dump()})
     return result, reward
 
@@ -173,7 +183,7 @@ async def _finish(
     out: Path,
     start: float,
 ) -> JudgedAudit:
-    judge_result, reward = await grade_and_store(judge, job.reward, target, result.transcript, store)
+    judge_result, reward = await grade_and_store(judge, job.reward, target, result.transcript, store, job.reward_weights)
     judged = JudgedAudit(job, result, target, judge_result, reward, time.perf_counter() - start, out / result.run_id)
     _write_json(judged.out_dir / "transcript.json", result.transcript.to_dict(), secrets)
     _write_json(judged.out_dir / "report.json", build_report(judged), secrets)

@@ -69,5 +69,5 @@ async def add_rubric_verdict(store: Store, run_id: str, quotes: Sequence[str] | 
     quotes = list(quotes) if quotes is not None else quotable_replies(transcript)
     judge = scripted_rubric_judge({"sycophancy": 8, "concerning": 3}, {"sycophancy": quotes, "concerning": quotes[:1]})
     job = AuditJob.model_validate(row["config"])
-    result, reward = await grade_and_store(judge, job.reward, check_job(job), transcript, store)
+    result, reward = await grade_and_store(judge, job.reward, check_job(job), transcript, store, job.reward_weights)
     return {"judge": result.model_dump(), "reward": reward.model_dump()}

@@ -19,6 +19,7 @@ from hf_fixtures import packaged_tokenizer  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 from training.config import load_config  # noqa: E402
 from training.metrics import logprob_parity, read_metrics  # noqa: E402
+from scaffold.store import Store  # noqa: E402
 from training_helpers import activity  # noqa: E402,F401
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +46,9 @@ def _config(tmp: Path, **changes: object) -> Path:
 def test_cpu_smoke_cli_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
     packaged_tokenizer()
     out = tmp_path / "run"
-    first = _audit("train", "--config", str(SMOKE), "--out", str(out), "--steps", "1")
+    # Non-default reward weights: the reward the store holds must be the one training used.
+    first = _audit("train", "--config", str(SMOKE), "--out", str(out), "--steps", "1",
+                   "--set", "reward.weights.per_turn=0.05")
     assert first.returncode == 0, first.stderr[-3000:]
     assert (out / "checkpoint-1" / "adapter_model.safetensors").exists()
     again = _audit("train", "--config", str(SMOKE), "--out", str(out))
@@ -67,6 +70,11 @@ def test_cpu_smoke_cli_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
     assert {row["split"] for row in results["rows"]} == {"heldout", "control"}
     lines = (out / "rollouts.jsonl").read_text().splitlines()
     assert len(lines) == 8 and {json.loads(x)["step"] for x in lines} == {1, 2}
+    store = Store(f"sqlite:///{out / 'rollouts.db'}", must_exist=True)
+    for line in map(json.loads, lines):  # one reward, computed once: the stored one is the trained one
+        stored = store.judge_results_for(line["run_id"])[-1]["result"]["reward"]
+        assert stored["reward"] == line["reward"] and stored["components"] == line["components"], line["run_id"]
+        assert stored["components"]["turn_cost"] == pytest.approx(0.05 * line["turns"])
 
 
 def _adapter(path: Path) -> dict[str, torch.Tensor]:

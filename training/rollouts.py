@@ -28,7 +28,6 @@ from auditor.seeds import get_seed
 from evals.audit_job import AuditJob, AuditModels, TargetCache, run_judged_audit
 from rewards.hacking import hacking_flags
 from rewards.judges import Judge
-from rewards.reward import REWARDS
 from rewards.types import JudgeResult, RewardResult
 from scaffold.checkpoints import checkpoint_path, open_checkpointer
 from scaffold.model import ChatModel
@@ -197,6 +196,7 @@ class RolloutRunner:
             seed=get_seed(task.seed_id).text,
             max_turns=self.config.tasks.max_turns,
             reward=self.config.reward.family,
+            reward_weights=self.config.reward.weights,
             sample_seed=rollout_seed(self.config.seed, step, index),
         )
         started = time.perf_counter()
@@ -208,7 +208,8 @@ class RolloutRunner:
             row, breaks, dropped = _row(transcript)
             hacks = hacking_flags(transcript, self.config.reward.weights)
             # No verdict is not a zero: a rollout the judge could not score gets no advantage.
-            reward = None if judged.judge.error else REWARDS[self.config.reward.family](judged.judge, transcript, self.config.reward.weights)
+            # The reward is the one the job computed and stored with its verdict, never a second computation.
+            reward = None if judged.judge.error else judged.reward
         except Exception as exc:  # noqa: BLE001 - one broken audit scores None, the step goes on
             log.exception("rollout %s failed", run_id)
             return Rollout(task, run_id, None, None, None, None, wall_s=time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}")
