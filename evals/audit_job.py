@@ -25,8 +25,8 @@ from auditor.prompts import QUIRK_HUNT_SEED, auditor_system_prompt, seed_message
 from rewards.judges import Judge, build_judge, resolve_judge_spec
 from rewards.reward import REWARDS, RewardWeights
 from rewards.types import JudgeResult, RewardResult
-from scaffold.events import Event
 from scaffold.checkpoints import checkpoint_path, open_checkpointer
+from scaffold.events import Event
 from scaffold.messages import GenerateConfig
 from scaffold.model import ChatModel, close_model
 from scaffold.run import AuditResult, ResumeError, resume_audit, run_audit
@@ -38,7 +38,6 @@ from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
 from targets.quirks import get_quirk
 from targets.spec import TargetSpec, build_target, load_target_spec
-
 
 
 class AuditJob(BaseModel):

@@ -17,10 +17,11 @@ torch = pytest.importorskip("torch")
 
 from hf_fixtures import packaged_tokenizer  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
+from training_helpers import activity  # noqa: E402,F401
+
+from scaffold.store import Store  # noqa: E402
 from training.config import load_config  # noqa: E402
 from training.metrics import logprob_parity, read_metrics  # noqa: E402
-from scaffold.store import Store  # noqa: E402
-from training_helpers import activity  # noqa: E402,F401
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
