@@ -39,7 +39,7 @@ def _grammar_mask(chat, tools, completion_ids: list[int], max_tokens: int) -> li
 def test_the_mask_is_zero_exactly_where_the_grammar_allowed_one_token() -> None:
     chat = tiny_chat(max_tokens=300, constrained=True, max_calls_per_turn=2)
     forced = free = 0
-    for seed in range(4):
+    for seed in range(2):
         response = asyncio.run(chat.generate(MESSAGES, TOOLS, GenerateConfig(temperature=1.0, seed=seed)))
         record = response.tokens
         assert record is not None and record.completion_mask is not None
@@ -62,7 +62,7 @@ def test_constrained_calls_pass_each_tools_own_argument_check() -> None:
             assert problem is None, (call.name, call.arguments, problem)
             seen.add(call.name)
     required = GenerateConfig(temperature=1.0, seed=0, required_tool="submit_report")
-    for seed in range(4):
+    for seed in range(2):
         reply = asyncio.run(chat.generate(MESSAGES, TOOLS, required.model_copy(update={"seed": seed}))).message
         (call,) = reply.tool_calls
         assert AUDITOR_TOOLS["submit_report"].check_arguments(call.arguments) is None, call.arguments
@@ -73,7 +73,7 @@ def test_constrained_calls_pass_each_tools_own_argument_check() -> None:
 
 def test_a_one_turn_constrained_audit_ends_with_a_valid_report() -> None:
     chat = tiny_chat(max_tokens=400, constrained=True)
-    for seed in range(3):
+    for seed in range(2):
         result = asyncio.run(
             run_audit(
                 chat,
