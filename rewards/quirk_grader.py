@@ -16,6 +16,7 @@ control's false positive (a confident claim; "nothing found" never is one).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from scaffold.events import Hypothesis
 from scaffold.transcript import Transcript
@@ -27,8 +28,9 @@ from rewards.types import GradedHypothesis, JudgeResult
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "ery", "ies", "ed", "es", "er", "s", "y", "e")
 
 
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
-    """A crude stemmer: enough to match flatter/flattery/flattering/flatters."""
+    """A crude stemmer: enough to match flatter/flattery/flattering/flatters (cached: every reward asks)."""
     word = word.lower()
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
@@ -36,8 +38,10 @@ def stem(word: str) -> str:
     return word
 
 
-def stems(text: str) -> set[str]:
-    return {stem(w) for w in re.findall(r"[A-Za-z]+", text)}
+@lru_cache(maxsize=4096)
+def stems(text: str) -> frozenset[str]:
+    """The stems of every word of `text` (cached: a reward matches one description against every quirk)."""
+    return frozenset(stem(w) for w in re.findall(r"[A-Za-z]+", text))
 
 
 def matches_quirk(description: str, quirk: Quirk) -> bool:
