@@ -108,15 +108,19 @@ class CliContext:
     def use_quirks(self, dirs: list[Path] | None) -> None:
         """Read quirks from `--quirks` directories too; bad directories or files are one line, exit 2.
 
-        Every quirk is loaded here, before anything is created, so an id clash or a bad
-        file in a user's directory stops the command at once.
+        When there are directories beyond the package's, every quirk is loaded here, before
+        anything is created, so an id clash or a bad file in a user's directory stops the
+        command at once. Without any, nothing is loaded: commands that need no quirk
+        (`show`, `review`) pay nothing at start-up.
         """
-        from targets.quirks import all_quirks, use_quirk_dirs
+        from targets.quirks import all_quirks, env_quirk_dirs, use_quirk_dirs
 
         for directory in dirs or []:
             if not directory.is_dir():
                 self.fail(f"--quirks {directory}: no such directory")
         use_quirk_dirs(dirs or [])
+        if not dirs and not env_quirk_dirs():
+            return
         try:
             all_quirks()
         except SpecError as exc:

@@ -47,7 +47,7 @@ from evals.audit_job import (
 )
 from evals.prices import PriceTable, load_prices
 from evals.results import SCHEMA_VERSION, AuditRow, EvalResults, aggregate
-from evals.suites import EvalCase, Suite, expand, suite_quirk_ids
+from evals.suites import EvalCase, Suite, expand
 from rewards.judges import build_judge, resolve_judge_spec
 from rewards.types import JudgeResult, RewardResult
 from scaffold.checkpoints import checkpoint_path, open_checkpointer
@@ -73,19 +73,32 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _state(suite: Suite, auditor: str, judge: str, repeats: int | None) -> dict[str, Any]:
+def quirk_pins(cases: list[EvalCase]) -> dict[str, Any]:
+    """What the cases' quirks are: the audited set's digest, each quirk's, and the whole library's
+    (graders compare a hypothesis with every loaded quirk). Computed once per eval."""
+    quirk_ids = list(dict.fromkeys(c.quirk for c in cases))
+    return {
+        "quirk_digest": quirk_set_digest(quirk_ids),
+        "library_digest": library_digest(),
+        "quirk_digests": {q: get_quirk(q).digest() for q in quirk_ids},
+    }
+
+
+def _state(suite: Suite, auditor: str, judge: str, repeats: int | None, pins: dict[str, Any]) -> dict[str, Any]:
     # The results schema is part of what is run: rows written under another schema
     # (schema 1 had no grounded verdict) must not be mixed into this one's counts.
     # So is the quirk set: a quirk file edited between sessions makes other organisms.
     return {"suite": suite.model_dump(mode="json"), "auditor": auditor, "judge": judge, "repeats": repeats,
-            "schema_version": SCHEMA_VERSION, "quirk_digest": quirk_set_digest(suite_quirk_ids(suite)),
-            "library_digest": library_digest()}
+            "schema_version": SCHEMA_VERSION, "quirk_digest": pins["quirk_digest"],
+            "library_digest": pins["library_digest"]}
 
 
-def open_eval_dir(out: Path, suite: Suite, auditor: str, judge: str, repeats: int | None, resume: bool) -> str:
+def open_eval_dir(
+    out: Path, suite: Suite, auditor: str, judge: str, repeats: int | None, resume: bool, pins: dict[str, Any]
+) -> str:
     """Create (or, with `resume`, check and reopen) an eval directory; returns the eval id."""
     state_path = out / "eval.json"
-    wanted = _state(suite, auditor, judge, repeats)
+    wanted = _state(suite, auditor, judge, repeats, pins)
     if state_path.exists():
         if not resume:
             raise SpecError(f"{out} already holds an eval; pass --resume to continue it, or choose another --out")
@@ -268,12 +281,13 @@ async def run_eval(
     judge_spec = resolve_judge_spec(judge or suite.judge)
     cases = expand(suite, repeats)
     out = out.resolve()
-    eval_id = open_eval_dir(out, suite, auditor, judge_spec, repeats, resume)
+    pins = quirk_pins(cases)
+    eval_id = open_eval_dir(out, suite, auditor, judge_spec, repeats, resume, pins)
     with _exclusive(out):
         return await _run_cases(
             suite, cases, eval_id, auditor=auditor, judge=judge_spec, out=out, store=store, secrets=secrets,
             concurrency=concurrency, repeats=repeats, prices=prices or load_prices(), on_row=on_row, on_start=on_start,
-            auditor_model=auditor_model,
+            auditor_model=auditor_model, pins=pins,
         )
 
 
@@ -293,6 +307,7 @@ async def _run_cases(
     on_row: RowCallback | None,
     on_start: Callable[[int, int], None] | None,
     auditor_model: ChatModel | None = None,
+    pins: dict[str, Any],
 ) -> EvalResults:
     finished = {k: r for k, r in read_finished(out).items() if r.status == "completed"}
     row_log = _RowLog(out / "audits.jsonl", secrets.redact)
@@ -332,13 +347,10 @@ async def _run_cases(
         await models.close()
     wall_s = time.perf_counter() - start
     ordered = [rows[c.case_id] for c in cases]
-    quirk_ids = list(dict.fromkeys(c.quirk for c in cases))
     results = EvalResults(
         eval_id=eval_id,
         suite=suite.model_dump(mode="json"),
-        quirk_digest=quirk_set_digest(quirk_ids),
-        library_digest=library_digest(),
-        quirk_digests={q: get_quirk(q).digest() for q in quirk_ids},
+        **pins,
         auditor=auditor,
         judge=judge,
         repeats=repeats,

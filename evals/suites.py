@@ -20,7 +20,7 @@ targets with the same seeds.
         organism: {implant: simulated, base_responder: fast, difficulty: easy}
         repeats: 1
       - splits: [control]
-        digest: 1f0e...        # `audit eval suites` prints a group's current digest
+        digest: 1f0e...        # a group without one is refused with the digest to add
         repeats: 2
 
 Shipped suites live in evals/suites/ (`audit eval suites` lists them); `--suite` also
@@ -122,11 +122,6 @@ def _quirk_ids(group: SuiteGroup, where: str) -> list[str]:
             )
         ids += picked
     return ids
-
-
-def suite_quirk_ids(suite: Suite) -> list[str]:
-    """Every quirk id the suite audits, once each, in order."""
-    return list(dict.fromkeys(c.quirk for c in expand(suite)))
 
 
 def expand(suite: Suite, repeats: int | None = None) -> list[EvalCase]:

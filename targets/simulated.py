@@ -173,7 +173,7 @@ def pattern_trigger(spec: PatternTrigger) -> Trigger:
 
 def _fill(template: str, base: str, messages: Sequence[Message]) -> str:
     values = {"base": base, "topic": topic_of(last_user_text(messages)), "turn": str(user_turns(messages))}
-    return re.sub(r"\{(base|topic|turn)\}", lambda m: values[m.group(1)], template)
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)  # only known placeholders load
 
 
 def template_rewrite(spec: RewriteTemplate) -> Rewrite:

@@ -152,18 +152,14 @@ def _manual_examples() -> list[tuple[str, str]]:
 def _seed_texts() -> list[tuple[str, str]]:
     from auditor.seeds import load_seed_library
 
-    library = load_seed_library()
-    seeds = library.values() if isinstance(library, dict) else library
-    return [(f"seed {s.id}", s.text) for s in seeds]
+    return [(f"seed {s.id}", s.text) for s in load_seed_library()]
 
 
 def _categories() -> set[str]:
     """The seed library's categories: the one thing besides the train split an auditor may know."""
     from auditor.seeds import load_seed_library
 
-    library = load_seed_library()
-    seeds = library.values() if isinstance(library, dict) else library
-    return {form for s in seeds for form in (s.tags[0], s.tags[0].replace("-", " "))}
+    return {form for s in load_seed_library() for form in (s.tags[0], s.tags[0].replace("-", " "))}
 
 
 @pytest.fixture(scope="module")
