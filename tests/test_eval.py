@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -85,7 +86,13 @@ def test_kill_mid_eval_then_resume_equals_a_clean_run_and_redoes_nothing(tmp_pat
                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     log = tmp_path / "victim" / "audits.jsonl"
     deadline = time.monotonic() + 120
-    while not (log.exists() and len(log.read_text().splitlines()) >= 3):
+
+    def in_flight() -> bool:  # the next audits have started: a kill now cuts some of them
+        with contextlib.suppress(sqlite3.Error), sqlite3.connect(tmp_path / "victim.db", timeout=1) as conn:
+            return conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0] > 0
+        return False
+
+    while not (log.exists() and len(log.read_text().splitlines()) >= 3 and in_flight()):
         assert victim.poll() is None and time.monotonic() < deadline, "the eval ended before it could be killed"
         time.sleep(0.02)
     victim.send_signal(signal.SIGKILL)
