@@ -1,10 +1,22 @@
-"""Where a GRPO step's time goes: rollout, reward (judge), update; the scaffold's share.
+"""Where a GRPO step's time goes, for each speed lever, side by side in one run.
 
-    python benchmarks/grpo_step.py [--config training/configs/cpu-smoke.yaml] [--steps 2] [--set K=V ...]
+    python benchmarks/grpo_step.py [--config training/configs/cpu-smoke.yaml] [--steps 2]
+        [--variants fp32/full,fp32/compact,bf16/full,bf16/compact] [--force-bf16]
+        [--probe-tokens 256] [--set K=V ...]
 
-Runs the config for a few steps twice in one process, with the hf sampler's shared-
-prefix KV cache on and off, and prints each phase's share of the step and the cache's
-speed-up of the rollout phase (a ratio of two runs measured here, not a constant).
+A variant is `PRECISION/MANUAL[/nocache]`: fp32 or bf16 autocast (policy.precision),
+the full or compact auditor manual (policy.manual), and `nocache` to turn the hf
+sampler's shared-prefix KV cache off. Each variant runs the config for `--steps` steps
+in this process and reports rollout, reward and update seconds (mean over steps 2..N:
+the first pays one-off costs), then each variant's step time as a ratio of the first
+variant's, measured here, in this run.
+
+bf16 variants run only where the device computes bf16 natively (hf_local.bf16_is_native)
+unless --force-bf16: on a CPU without avx512_bf16 or AMX autocast is emulated and a
+step takes many times longer. The precision probe (one forward+backward of the config's
+base model with a LoRA over `--probe-tokens` tokens, fp32 then bf16 autocast) shows
+that ratio in seconds rather than hours; 0 skips it.
+
 "Scaffold share" is the rollout wall time with no model call in flight: the graph,
 tools, store and checkpoints.
 """
@@ -15,20 +27,36 @@ import argparse
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from training.config import load_config, parse_assignment  # noqa: E402
+import torch  # noqa: E402
+
+from scaffold.providers.hf_local import autocast, bf16_is_native  # noqa: E402
+from training.config import TrainConfig, load_config, parse_assignment  # noqa: E402
 from training.grpo import run_grpo  # noqa: E402
 from training.metrics import read_metrics  # noqa: E402
+from training.policy import load_base, lora_config  # noqa: E402
 
 PHASES = ("time/rollout_s", "time/reward_s", "time/update_s", "time/step_s", "time/policy_s", "time/target_s")
 
 
-def measure(config_path: Path, steps: int, overrides: dict[str, object], prefix_cache: bool) -> dict[str, float]:
-    config = load_config(config_path, {**overrides, "steps": steps, "eval.at_end": False, "eval.every": 0, "policy.prefix_cache": prefix_cache})
+def variant_overrides(variant: str) -> dict[str, object]:
+    """`fp32/compact/nocache` -> the config fields it sets."""
+    parts = variant.split("/")
+    if len(parts) not in (2, 3) or parts[0] not in ("fp32", "bf16") or parts[1] not in ("full", "compact"):
+        raise SystemExit(f"--variants: {variant!r} is not PRECISION/MANUAL[/nocache] (fp32|bf16, full|compact)")
+    if len(parts) == 3 and parts[2] != "nocache":
+        raise SystemExit(f"--variants: {variant!r}: the third part can only be nocache")
+    return {"policy.precision": parts[0], "policy.manual": parts[1], "policy.prefix_cache": len(parts) == 2}
+
+
+def measure(config_path: Path, steps: int, overrides: dict[str, object]) -> dict[str, float]:
+    """Run `steps` GRPO steps with `overrides`; the phase means over steps 2..N."""
+    config = load_config(config_path, {**overrides, "steps": steps, "eval.at_end": False, "eval.every": 0})
     with tempfile.TemporaryDirectory() as tmp:
         run_grpo(config, Path(tmp) / "run")
         records = [r for r in read_metrics(Path(tmp) / "run") if r["stage"] == "grpo"]
@@ -37,30 +65,73 @@ def measure(config_path: Path, steps: int, overrides: dict[str, object], prefix_
     out = {key: statistics.fmean(r[key] for r in timed) for key in PHASES}
     out["scaffold_share"] = statistics.fmean(r["time/scaffold_share"] for r in timed)
     out["tokens_per_s"] = statistics.fmean(r["tokens_per_s"] for r in timed)
+    out["reward_mean"] = statistics.fmean(r.get("reward/mean", 0.0) for r in timed)
+    out["valid"] = statistics.fmean(r.get("valid_tool_call_rate", 0.0) for r in timed)
+    return out
+
+
+def precision_probe(config: TrainConfig, tokens: int) -> dict[str, float]:
+    """Seconds of one forward+backward over `tokens` tokens (LoRA on the base), fp32 and bf16 autocast."""
+    from peft import get_peft_model
+
+    model, _ = load_base(config)
+    model = get_peft_model(model, lora_config(config))
+    ids = torch.randint(0, model.config.vocab_size, (1, tokens))
+    out = {}
+    for name, bf16 in (("fp32", False), ("bf16", True), ("fp32_again", False)):
+        started = time.perf_counter()
+        with autocast(ids.device, bf16):
+            logits = model(input_ids=ids, logits_to_keep=min(tokens, 256)).logits
+        torch.log_softmax(logits.float(), -1).mean().backward()
+        model.zero_grad(set_to_none=True)
+        out[name] = time.perf_counter() - started
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "training" / "configs" / "cpu-smoke.yaml")
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--variants", default="fp32/full,fp32/compact,bf16/full,bf16/compact")
+    parser.add_argument("--force-bf16", action="store_true", help="run bf16 variants even where bf16 is emulated")
+    parser.add_argument("--probe-tokens", type=int, default=256, help="precision probe length (0: skip)")
     parser.add_argument("--set", dest="assignments", action="append", default=[], help="FIELD=VALUE override")
     args = parser.parse_args()
     overrides = dict(parse_assignment(a) for a in args.assignments)
-    results = {flag: measure(args.config, args.steps, overrides, flag) for flag in (True, False)}
-    print(f"config {args.config.name}, {args.steps} steps (mean over steps 2..N)")
-    print(f"{'':24}{'prefix cache on':>18}{'off':>12}")
-    for key in PHASES:
-        print(f"{key:24}{results[True][key]:>16.2f} s{results[False][key]:>10.2f} s")
-    for flag in (True, False):
-        r = results[flag]
-        step = r["time/step_s"]
+    base_config = load_config(args.config, overrides)
+    native = bf16_is_native("cuda" if torch.cuda.is_available() else "cpu")
+    print(f"config {args.config.name} {' '.join(args.assignments)}; bf16 native here: {native}")
+
+    if args.probe_tokens:
+        probe = precision_probe(base_config, args.probe_tokens)
         print(
-            f"cache {'on ' if flag else 'off'}: rollout {r['time/rollout_s'] / step:.1%} of the step "
-            f"(scaffold {r['scaffold_share']:.1%} of rollout), reward {r['time/reward_s'] / step:.1%}, "
-            f"update {r['time/update_s'] / step:.1%}; {r['tokens_per_s']:.1f} sampled tok/s"
+            f"precision probe, {base_config.policy.base} + LoRA, {args.probe_tokens} tokens, forward+backward: "
+            f"fp32 {probe['fp32']:.2f} s (again {probe['fp32_again']:.2f} s), bf16 autocast {probe['bf16']:.2f} s, "
+            f"bf16/fp32 = {probe['bf16'] / probe['fp32_again']:.2f}x"
         )
-    print(f"rollout speed-up from the prefix cache: {results[False]['time/rollout_s'] / results[True]['time/rollout_s']:.2f}x")
+
+    results: dict[str, dict[str, float]] = {}
+    for variant in args.variants.split(","):
+        fields = variant_overrides(variant)
+        if fields["policy.precision"] == "bf16" and not native and not args.force_bf16:
+            print(f"{variant}: skipped, bf16 is emulated on this device (see the probe; --force-bf16 runs it)")
+            continue
+        started = time.perf_counter()
+        results[variant] = measure(args.config, args.steps, {**overrides, **fields})
+        print(f"{variant}: measured in {time.perf_counter() - started:.0f} s", flush=True)
+
+    if not results:
+        return
+    first = next(iter(results))
+    print(f"\n{args.steps} steps per variant, mean over steps 2..N (seconds)")
+    header = f"{'variant':22}{'rollout':>9}{'reward':>9}{'update':>9}{'step':>9}{'tok/s':>8}{'scaffold':>10}{'valid':>7}{'vs ' + first:>22}"
+    print(header)
+    for variant, r in results.items():
+        print(
+            f"{variant:22}{r['time/rollout_s']:>9.1f}{r['time/reward_s']:>9.2f}{r['time/update_s']:>9.1f}"
+            f"{r['time/step_s']:>9.1f}{r['tokens_per_s']:>8.1f}{r['scaffold_share']:>10.1%}{r['valid']:>7.2f}"
+            f"{r['time/step_s'] / results[first]['time/step_s']:>21.2f}x"
+        )
 
 
 if __name__ == "__main__":

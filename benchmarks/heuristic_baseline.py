@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evals.audit_job import AuditJob, run_judged_audit  # noqa: E402
+from evals.audit_job import DEFAULT_JOB_TURNS, AuditJob, run_judged_audit  # noqa: E402
 from evals.metrics import wilson  # noqa: E402
 from scaffold.secrets import SecretRegistry  # noqa: E402
 from scaffold.store import Store  # noqa: E402
@@ -177,7 +177,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--difficulty", choices=["easy", "medium", "hard"], default=None,
                         help="Organism difficulty (default: the target spec's default, easy).")
-    parser.add_argument("--max-turns", type=int, default=AuditJob.model_fields["max_turns"].default,
+    parser.add_argument("--max-turns", type=int, default=DEFAULT_JOB_TURNS,
                         help="Auditor turn budget per audit (default: AuditJob's).")
     parser.add_argument("--repeats", type=int, default=3, help="Audits per organism (seeds 0..N-1).")
     parser.add_argument("--judge", default="offline", help="Judge spec: offline (MiniLM) or lexical.")

@@ -16,12 +16,12 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from auditor.build import build_auditor
-from auditor.prompts import QUIRK_HUNT_SEED, auditor_system_prompt, seed_message
+from auditor.prompts import QUIRK_HUNT_SEED, Manual, auditor_system_prompt, resolve_manual, seed_message
 from rewards.judges import Judge, build_judge, resolve_judge_spec
 from rewards.reward import REWARDS, RewardWeights
 from rewards.types import JudgeResult, RewardResult
@@ -32,12 +32,16 @@ from scaffold.model import ChatModel, close_model
 from scaffold.run import AuditResult, ResumeError, resume_audit, run_audit
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
-from scaffold.state import MAX_TURNS, AuditBudget
+from scaffold.state import AuditBudget
 from scaffold.store import Store
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
 from targets.quirks import get_quirk
 from targets.spec import TargetSpec, build_target, load_target_spec
+
+
+# An audit's default turn budget (`audit run`'s, when neither a flag nor a suite sets one).
+DEFAULT_JOB_TURNS = 30
 
 
 class AuditJob(BaseModel):
@@ -49,8 +53,10 @@ class AuditJob(BaseModel):
     auditor: str = Field("heuristic", description="Auditor spec.")
     judge: str = Field("auto", description="Judge spec (rewards/judges.py): auto, offline, lexical, llm:MODEL.")
     seed: str = Field(QUIRK_HUNT_SEED, description="Seed instruction for the auditor.")
-    max_turns: int = Field(30, ge=1, le=MAX_TURNS)
-    max_tokens: int | None = Field(None, ge=1)
+    budget: AuditBudget = Field(
+        default_factory=lambda: AuditBudget(max_turns=DEFAULT_JOB_TURNS),
+        description="The audit's limits (turns, tokens, calls per turn, reply size, the report on the last turn).",
+    )
     reward: str = Field("grounded", description="Reward function: grounded or binary.")
     reward_weights: RewardWeights = Field(
         default_factory=RewardWeights,
@@ -58,6 +64,35 @@ class AuditJob(BaseModel):
         "with these, stored with the verdict, and what training consumes.",
     )
     sample_seed: int | None = Field(None, description="Seeds the models' sampling (each call gets seed + step).")
+    manual: Manual | Literal["auto"] = Field(
+        "auto",
+        description="The auditor's manual: `full`, or `compact` (the same tools in a few hundred tokens, for small "
+        "local policies); `auto` picks compact for `policy:` and `hf:` auditors, full for the rest.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _budget_fields(cls, data: Any) -> Any:
+        # `max_turns=` and `max_tokens=` are accepted at the top level, as every job stored
+        # before the budget was embedded has them: they fill the budget, the one source.
+        if isinstance(data, dict) and ("max_turns" in data or "max_tokens" in data):
+            data = dict(data)
+            budget = dict(data.get("budget") or {"max_turns": DEFAULT_JOB_TURNS})
+            for key in ("max_turns", "max_tokens"):
+                if key in data:
+                    budget[key] = data.pop(key)
+            data["budget"] = budget
+        return data
+
+    @property
+    def max_turns(self) -> int:
+        """The budget's turn limit (read-only: set `budget`, or `max_turns=` when building)."""
+        return self.budget.max_turns
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The budget's token limit."""
+        return self.budget.max_tokens
 
 
 class ObservedStore:
@@ -266,10 +301,11 @@ async def run_judged_audit(
     it builds (opens) its own.
     """
     target_spec = check_job(job)
-    job = job.model_copy(update={"judge": resolve_judge_spec(job.judge)})
+    manual = resolve_manual(job.manual, job.auditor)
+    job = job.model_copy(update={"judge": resolve_judge_spec(job.judge), "manual": manual})
     owned = models is None
     models = models or AuditModels.build(job, target_spec, secrets)
-    budget = AuditBudget(max_turns=job.max_turns, max_tokens=job.max_tokens)
+    budget = job.budget
     run_id = run_id or uuid.uuid4().hex[:12]
     out = out.resolve()
     store.create_run(
@@ -282,7 +318,7 @@ async def run_judged_audit(
         # server stores, finds its checkpoints there.
         config={**job.model_dump(mode="json"), "out_dir": str(out)},
     )
-    prompt = auditor_system_prompt([t.definition for t in AUDITOR_TOOLS.values()], job.max_turns)
+    prompt = auditor_system_prompt([t.definition for t in AUDITOR_TOOLS.values()], job.max_turns, manual)
 
     def play(saver: Any) -> Awaitable[AuditResult]:
         return run_audit(
@@ -295,6 +331,7 @@ async def run_judged_audit(
             sink=ObservedStore(store, on_events),
             checkpointer=saver,
             redact=secrets.redact,
+            brief_tools=manual == "compact",
             **_configs(job),
         )
 
@@ -314,11 +351,13 @@ async def resume_judged_audit(
     if row["status"] == "completed":
         raise ResumeError(f"run {run_id} already finished; see `audit show {run_id}`")
     job = AuditJob.model_validate(row["config"])
+    # A run stored before manuals existed was started with the full one.
+    manual = resolve_manual(job.manual, job.auditor) if "manual" in row["config"] else "full"
     out = Path(row["config"]["out_dir"])
     target_spec = check_job(job)
     owned = models is None
     models = models or AuditModels.build(job, target_spec, secrets)
-    budget = AuditBudget(max_turns=job.max_turns, max_tokens=job.max_tokens)
+    budget = job.budget
     store.set_status(run_id, "running")
 
     def play(saver: Any) -> Awaitable[AuditResult]:
@@ -330,6 +369,7 @@ async def resume_judged_audit(
             checkpointer=saver,
             budget=budget,
             redact=secrets.redact,
+            brief_tools=manual == "compact",
             **_configs(job),
         )
 

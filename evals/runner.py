@@ -414,6 +414,7 @@ async def _audit_case(
             max_tokens=suite.max_tokens,
             reward=suite.reward,
             sample_seed=case.sample_seed,
+            manual=suite.manual,
         )
         judged = await run_judged_audit(job, store, secrets, out / "runs", run_id=run_id, models=shared, checkpointer=checkpointer)
     return (judged.transcript, judged.judge, judged.reward, judged.result.status, judged.result.error, judged.wall_s)

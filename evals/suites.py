@@ -30,10 +30,11 @@ takes a path to a YAML file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from auditor.prompts import Manual
 from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
 from scaffold.state import MAX_TURNS
 from targets.quirks import SPLITS, get_quirk, quirk_set_digest, quirks_in_split
@@ -85,6 +86,9 @@ class Suite(BaseModel):
     max_tokens: int | None = Field(None, ge=1)
     judge: str = Field("offline", description="Default judge spec (rewards/judges.py).")
     reward: str = Field("grounded")
+    manual: Manual | Literal["auto"] = Field(
+        "auto", description="The auditor's manual (full, compact, or auto: compact for local policies)."
+    )
 
 
 class EvalCase(BaseModel):

@@ -71,7 +71,7 @@ class ToolDefinition(BaseModel):
         """The parameters as a JSON-schema object, the shape every provider takes."""
         props: dict[str, Any] = {}
         for p in self.parameters:
-            prop: dict[str, Any] = {"type": p.type, "description": p.description}
+            prop: dict[str, Any] = {"type": p.type, "description": p.description} if p.description else {"type": p.type}
             if p.enum:
                 prop["enum"] = p.enum
             if p.type == "array":
@@ -82,6 +82,16 @@ class ToolDefinition(BaseModel):
             "properties": props,
             "required": [p.name for p in self.parameters if p.required],
         }
+
+    def brief(self) -> ToolDefinition:
+        """The same tool, described by its summary line only and with undocumented parameters.
+
+        A compact manual (auditor/prompts.py) shows small local policies these: the same
+        name, parameters and schema, in a fraction of the tokens.
+        """
+        summary = self.description.strip().split("\n\n")[0].replace("\n", " ")
+        parameters = [p.model_copy(update={"description": ""}) for p in self.parameters]
+        return self.model_copy(update={"description": summary, "parameters": parameters})
 
 
 class Message(BaseModel):
@@ -150,6 +160,11 @@ class ModelResponse(BaseModel):
     tokens: TokenRecord | None = None
 
 
+# The argument (of record_finding, and of each submit_report hypothesis) that cites
+# target messages; `GenerateConfig.citable_ids` narrows it for constrained decoding.
+CITED_IDS_ARGUMENT = "cited_message_ids"
+
+
 class GenerateConfig(BaseModel):
     """Per-call generation settings. Unset fields fall back to the model's spec."""
 
@@ -168,6 +183,10 @@ class GenerateConfig(BaseModel):
     # providers send it as tool_choice, a constrained local policy's grammar allows only
     # this tool; a model that cannot enforce it still reads the scaffold's notice.
     required_tool: str | None = None
+    # The ids of the target's real replies so far (the scaffold sets them on the auditor's
+    # calls). A constrained local policy's grammar allows only these in `cited_message_ids`
+    # and, when there are any, requires at least one: every citation it writes is real.
+    citable_ids: tuple[str, ...] | None = None
 
     def required_among(self, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
         """The offered tool the reply must call, or None (none required, or not offered)."""

@@ -26,6 +26,7 @@ from scaffold.model import ModelError
 from scaffold.state import AuditContext, AuditState
 from scaffold.tools import ToolContext, ToolOutcome, submit_report
 from scaffold.tools.conversation import describe_sampled_user_turn, describe_target_reply
+from scaffold.transcript import Transcript
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,17 @@ def _last_turn(ctx: AuditContext) -> dict[str, Any]:
     return {"required_tool": REPORT_TOOL}
 
 
+# The most recent target replies a constrained policy may cite: bounds the grammar's
+# choice of ids on long audits (earlier replies stay citable by models that write freely).
+MAX_CITABLE_IDS = 32
+
+
+def citable_ids(t: Transcript) -> tuple[str, ...]:
+    """The ids of the target's real replies, on any branch, latest MAX_CITABLE_IDS."""
+    replies = [m.id for m in t.target.nodes.values() if m.role == "assistant"]
+    return tuple(replies[-MAX_CITABLE_IDS:])
+
+
 async def _generate(side: str, model: Any, *args: Any) -> Any:
     try:
         return await model.generate(*args)
@@ -152,9 +164,10 @@ async def auditor_node(state: AuditState, runtime: Runtime[AuditContext]) -> dic
     if reason:
         t.append(EndEvent(reason=reason))  # type: ignore[arg-type]
         return _finish(ctx, state, done=True, call_count=0, call_index=0)
-    tools = [tool.definition for tool in ctx.tools.values()]
+    tools = [tool.definition.brief() if ctx.brief_tools else tool.definition for tool in ctx.tools.values()]
     config = _per_call_seed(ctx.auditor_config or GenerateConfig(), t.auditor_turns)
-    config = config.model_copy(update={"rollout_id": t.run_id, **_last_turn(ctx)})
+    update = {"rollout_id": t.run_id, "citable_ids": citable_ids(t), **_last_turn(ctx)}
+    config = config.model_copy(update=update)
     response = await _generate("auditor", ctx.auditor, t.auditor_messages, tools, config)
     message = response.message.model_copy(update={"id": t.new_id("a"), "role": "assistant"})
     t.append(

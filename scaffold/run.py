@@ -109,11 +109,13 @@ async def run_audit(
     auditor_config: GenerateConfig | None = None,
     target_config: GenerateConfig | None = None,
     redact: Callable[[str], str] = keep_text,
+    brief_tools: bool = False,
 ) -> AuditResult:
     """Audit `target` with `auditor`, starting from the seed instruction.
 
     The auditor sees `auditor_prompt` as its system message and `seed` as the first
-    user message. Events go to `sink` as each step completes; with a LangGraph
+    user message; with `brief_tools`, each tool's brief definition (a compact manual).
+    Events go to `sink` as each step completes; with a LangGraph
     `checkpointer` the audit can later be resumed by `resume_audit`.
     """
     budget = budget or AuditBudget()
@@ -122,7 +124,8 @@ async def run_audit(
         message = Message(id=transcript.new_id("a"), role=role, content=text)  # type: ignore[arg-type]
         transcript.append(AuditorMessageEvent(message=message))
     ctx = AuditContext(
-        transcript, auditor, target, budget, sink, auditor_config=auditor_config, target_config=target_config, redact=redact
+        transcript, auditor, target, budget, sink, auditor_config=auditor_config, target_config=target_config, redact=redact,
+        brief_tools=brief_tools,
     )
     transcript.flush(sink)
     state: AuditState = {"cursor": {"event_count": len(transcript.events), "call_count": 0, "call_index": 0}}
@@ -140,6 +143,7 @@ async def resume_audit(
     auditor_config: GenerateConfig | None = None,
     target_config: GenerateConfig | None = None,
     redact: Callable[[str], str] = keep_text,
+    brief_tools: bool = False,
 ) -> AuditResult:
     """Continue a killed or failed audit from its last completed step.
 
@@ -165,7 +169,8 @@ async def resume_audit(
         # The graph finished before the kill (only grading or reporting was cut short).
         return AuditResult(run_id=run_id, transcript=transcript, status="completed")
     ctx = AuditContext(
-        transcript, auditor, target, budget, event_log, auditor_config=auditor_config, target_config=target_config, redact=redact
+        transcript, auditor, target, budget, event_log, auditor_config=auditor_config, target_config=target_config, redact=redact,
+        brief_tools=brief_tools,
     )
     # Every node passes when the cursor says its work is done, so restarting the graph
     # from START with the saved cursor continues exactly where the last step ended,

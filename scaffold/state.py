@@ -81,6 +81,9 @@ class AuditContext:
     budget: AuditBudget
     sink: EventSink | None = None
     tools: dict[str, AuditorTool] = field(default_factory=lambda: dict(AUDITOR_TOOLS))
+    # Show the auditor each tool's brief definition (ToolDefinition.brief): the compact
+    # manual of small local policies. The tools themselves are the same.
+    brief_tools: bool = False
     auditor_config: GenerateConfig | None = None
     target_config: GenerateConfig | None = None
     # Applied to every error text before LangGraph or the store can keep it.

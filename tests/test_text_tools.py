@@ -16,6 +16,8 @@ from scaffold.providers.text_tools import (
     render_tool_call,
     render_tools_prompt,
     repair_json,
+    signature,
+    signature_line,
 )
 
 SEND = ToolDefinition(
@@ -182,12 +184,33 @@ def test_fuzz_mangled_valid_calls_never_raise(data: st.DataObject) -> None:
         assert call.parse_error is None or call.parse_error.startswith("could not read")
 
 
-def test_tools_the_system_prompt_already_documents_are_listed_by_schema_only() -> None:
+def test_tools_the_system_prompt_already_documents_are_listed_by_signature_only() -> None:
     documented = ToolDefinition(name="send_message", description="Send a message.\n\nWhen to use: always.",
                                 parameters=[ToolParameter(name="message")])
     other = ToolDefinition(name="think", description="Think privately.")
     system = Message(role="system", content=f"You audit.\n\n## send_message\n{documented.description}")
     content = render_messages([system, Message(role="user", content="go")], [documented, other])[0]["content"]
     assert content.count("When to use: always.") == 1  # the manual's copy, not a second one
-    assert '"required": ["message"]' in content  # its schema is still listed
+    assert '- send_message {"message": "string"}' in content  # its arguments are still listed, on one line
     assert "Think privately." in content  # an undocumented tool keeps its description
+
+
+def test_a_signature_keeps_names_types_optional_keys_enums_and_nested_items() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "hypotheses": {"type": "array", "items": {"type": "object", "properties": {
+                "description": {"type": "string"}, "confidence": {"type": "number"}}, "required": ["description"]}},
+            "status": {"type": "string", "enum": ["success", "error"]},
+        },
+        "required": ["hypotheses"],
+    }
+    assert signature(schema) == {"hypotheses": [{"description": "string", "confidence?": "number"}], "status?": "success|error"}
+
+
+def test_a_tool_whose_signature_line_is_in_the_system_prompt_is_not_listed_again() -> None:
+    tool = ToolDefinition(name="send_message", description="Send a message.", parameters=[ToolParameter(name="message")])
+    system = Message(role="system", content=f"You audit.\n- {signature_line(tool)}: {tool.description}")
+    content = render_messages([system, Message(role="user", content="go")], [tool])[0]["content"]
+    assert content.count(signature_line(tool)) == 1
+    assert "Their arguments:" not in content and "<tool_call>" in content  # the call syntax is still taught

@@ -13,6 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from auditor.prompts import Manual
 from rewards.reward import REWARDS, RewardWeights
 from scaffold.specs import SpecError, describe_validation_error, parse_yaml, read_yaml
 
@@ -38,6 +39,18 @@ class PolicyConfig(_Strict):
     max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")
     max_batch_size: int = Field(16, ge=1, description="Most rollout turns decoded in one batch.")
     prefix_cache: bool = Field(True, description="hf sampler: reuse the KV of the prompt prefix all audits share.")
+    manual: Manual = Field(
+        "compact",
+        description="The auditor's manual in rollouts and evals: `compact` (the system prompt and tools in a few "
+        "hundred tokens: cheaper turns and updates, and less for a small model to copy) or `full` (what API "
+        "auditors read).",
+    )
+    precision: Literal["auto", "fp32", "bf16"] = Field(
+        "auto",
+        description="Rollouts and the update under bf16 autocast (`bf16`), in fp32, or `auto`: bf16 where the "
+        "device computes it natively (a CUDA GPU with bf16, a CPU with avx512_bf16 or AMX), else fp32. On a CPU "
+        "without them bf16 is emulated and many times slower.",
+    )
 
 
 class LoraSettings(_Strict):

@@ -39,7 +39,8 @@ def evaluate_policy(
 ) -> EvalResults:
     """Run the config's eval suite with `sampler` (over `model`, put in eval mode meanwhile)."""
     suite = load_suite(config.eval.suite)
-    suite = suite.model_copy(update={"max_turns": config.eval.max_turns or config.tasks.max_turns, "judge": config.reward.judge})
+    update = {"max_turns": config.eval.max_turns or config.tasks.max_turns, "judge": config.reward.judge, "manual": config.policy.manual}
+    suite = suite.model_copy(update=update)
     target = eval_dir(out, step, final)
     if target.exists():  # left by a crashed run: these weights are evaluated afresh
         shutil.rmtree(target)

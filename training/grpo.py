@@ -45,7 +45,7 @@ from training.metrics import (
     print_progress,
     refuse_earlier_run,
 )
-from training.policy import load_base, rollout_sampler, sampling_mode, with_adapter
+from training.policy import load_base, rollout_sampler, sampling_mode, uses_bf16, with_adapter
 from training.rollouts import (
     RolloutRunner,
     RolloutTask,
@@ -85,11 +85,13 @@ class GrpoSession:
         self.runner: RolloutRunner | None = None
         self.synced_step: int | None = None
         self.eos_id = 0
+        self.bf16 = False  # set in attach, from policy.precision and the model's device
 
     def attach(self, trainer: Any, tokenizer: Any) -> None:
         """Build the sampler over the trainer's (wrapped) model."""
         self.trainer = trainer
         self.eos_id = int(tokenizer.eos_token_id)
+        self.bf16 = uses_bf16(self.config, next(trainer.model.parameters()).device)
         self.sampler = rollout_sampler(self.config, trainer.model, tokenizer, self.secrets)
         self.runner = RolloutRunner(
             self.config,
@@ -153,7 +155,7 @@ class GrpoSession:
 
     def write_step(self, step: int, logs: dict[str, Any]) -> dict[str, Any]:
         """One metrics.jsonl line: TRL's loss-side numbers and ours (returned)."""
-        record: dict[str, Any] = {"stage": "grpo", "step": step}
+        record: dict[str, Any] = {"stage": "grpo", "step": step, "bf16_autocast": self.bf16}
         for key in ("loss", "grad_norm", "learning_rate", "kl", "entropy", "clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean"):
             if key in logs:
                 record[key] = float(logs[key])

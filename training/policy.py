@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import torch
 
 from scaffold.model import ChatModel
-from scaffold.providers.hf_local import LocalChatModel
+from scaffold.providers.hf_local import LocalChatModel, bf16_is_native
 from scaffold.providers.local_weights import load_model_and_tokenizer, load_packaged_tokenizer, resolve_local_model
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError
@@ -82,6 +82,12 @@ def with_adapter(model: Any, config: TrainConfig) -> tuple[Any, Any]:
     return PeftModel.from_pretrained(model, str(path), is_trainable=True), None
 
 
+def uses_bf16(config: TrainConfig, device: torch.device) -> bool:
+    """Whether rollouts and the update run under bf16 autocast (`policy.precision`)."""
+    precision = config.policy.precision
+    return precision == "bf16" or (precision == "auto" and bf16_is_native(device))
+
+
 @contextmanager
 def sampling_mode(model: Any) -> Iterator[None]:
     """The trainer's module in eval mode (no dropout) while it samples; its mode after."""
@@ -108,6 +114,7 @@ def rollout_sampler(config: TrainConfig, model: Any, tokenizer: Any, secrets: Se
             max_calls_per_turn=p.max_calls_per_turn,
             policy_version="step-0",
             prefix_cache_tokens=256 if p.prefix_cache else 0,
+            bf16_autocast=uses_bf16(config, next(model.parameters()).device),
         )
     from scaffold.providers.vllm_server import build as build_vllm
 

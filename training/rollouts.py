@@ -136,6 +136,14 @@ def tool_pattern(transcript: Transcript) -> str:
     return " > ".join(runs)
 
 
+def top_hypothesis_cites_a_reply(t: Transcript) -> bool:
+    """Whether the report's top hypothesis cites at least one real target reply."""
+    if not t.report or not t.report.hypotheses:
+        return False
+    cited = (t.target_message(i) for i in t.report.hypotheses[0].cited_message_ids)
+    return any(m is not None and m.role == "assistant" for m in cited)
+
+
 def entropy_bits(values: list[str]) -> float:
     """Shannon entropy (bits) of the empirical distribution of `values`."""
     if not values:
@@ -198,6 +206,7 @@ class RolloutRunner:
             reward=self.config.reward.family,
             reward_weights=self.config.reward.weights,
             sample_seed=rollout_seed(self.config.seed, step, index),
+            manual=self.config.policy.manual,
         )
         started = time.perf_counter()
         try:
@@ -241,6 +250,7 @@ def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
     control = [r for r in rollouts if r.judge is not None and r.task.quirk == "none"]
     if quirk:
         out["detection_rate"] = sum(1 for r in quirk if r.judge and r.judge.identified) / len(quirk)
+        out["grounded_rate"] = sum(1 for r in quirk if r.judge and r.judge.grounded) / len(quirk)
     if control:
         out["false_positive_rate"] = sum(1 for r in control if r.judge and r.judge.false_positive) / len(control)
     with_transcript = [r for r in rollouts if r.transcript is not None]
@@ -248,6 +258,10 @@ def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
     total_turns = sum(t for _, t in valid)
     out["valid_tool_call_rate"] = sum(v for v, _ in valid) / total_turns if total_turns else 0.0
     out["turns/mean"] = total_turns / len(with_transcript) if with_transcript else 0.0
+    transcripts = [r.transcript for r in with_transcript if r.transcript]
+    if transcripts:
+        out["report_rate"] = sum(1 for t in transcripts if t.report) / len(transcripts)
+        out["citation_rate"] = sum(1 for t in transcripts if top_hypothesis_cites_a_reply(t)) / len(transcripts)
     completion = sum(len(r.row.completion_ids) for r in rollouts if r.row)
     sampled = sum(sum(r.row.completion_mask) for r in rollouts if r.row)
     out["tokens/sampled"] = sampled

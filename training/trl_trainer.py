@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import torch
 
+from scaffold.providers.hf_local import autocast
 from training.config import TrainConfig
 from training.metrics import logprob_parity
 
@@ -37,9 +38,10 @@ def trainer_class() -> type:
         ) -> Any:
             plain = input_ids.device.type == "cpu" and not compute_aux_loss and all(v is None for v in extra.values())
             if plain:
-                result = completion_logps(
-                    model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, self.temperature
-                )
+                with autocast(input_ids.device, self.session.bf16):
+                    result = completion_logps(
+                        model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, self.temperature
+                    )
             else:
                 result = super()._get_per_token_logps_and_entropies(
                     model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss, **extra

@@ -38,7 +38,7 @@ from typing import Any, Generator, Sequence
 
 import torch
 
-from scaffold.messages import ToolDefinition
+from scaffold.messages import CITED_IDS_ARGUMENT, ToolDefinition
 
 NUMBER_OPTIONS = tuple(f"{x / 10:.1f}" for x in range(11))  # confidences: 0.0 ... 1.0
 INTEGER_OPTIONS = tuple(str(x) for x in range(10))
@@ -98,12 +98,22 @@ class ToolCallGrammar:
     """The grammar of one tool call over a list of tools, for one tokenizer."""
 
     def __init__(
-        self, tokenizer: Any, tools: Sequence[ToolDefinition], *, stop_id: int, masks: VocabularyMasks, max_calls: int = 1
+        self,
+        tokenizer: Any,
+        tools: Sequence[ToolDefinition],
+        *,
+        stop_id: int,
+        masks: VocabularyMasks,
+        max_calls: int = 1,
+        citable: Sequence[str] | None = None,
     ) -> None:
         if not tools:
             raise ValueError("constrained decoding needs at least one tool")
         self.tokenizer, self.tools, self.stop_id, self.masks = tokenizer, list(tools), stop_id, masks
         self.max_calls = max_calls  # calls per reply: after each, the model chooses another ("\n") or the end
+        # The ids a `cited_message_ids` array may hold (None: any string). With ids, the
+        # array is required and holds at least one; with none, it is empty or left out.
+        self.citable = tuple(citable) if citable is not None else None
         self._encoded: dict[str, tuple[int, ...]] = {}
 
     def encode(self, text: str) -> tuple[int, ...]:
@@ -167,11 +177,16 @@ class ToolCallGrammar:
         properties: dict[str, Any] = schema.get("properties") or {}
         required = [name for name in schema.get("required", []) if name in properties]
         optional = [name for name in properties if name not in required]
+        if self.citable is not None and CITED_IDS_ARGUMENT in properties:
+            optional = [name for name in optional if name != CITED_IDS_ARGUMENT]
+            if self.citable and CITED_IDS_ARGUMENT not in required:
+                required.append(CITED_IDS_ARGUMENT)
         yield Force(self.encode("{"))
         first = True
         for name in required:
             yield Force(self.encode(("" if first else ", ") + json.dumps(name) + ": "))
-            yield from self._value(properties[name], state)
+            cites = name == CITED_IDS_ARGUMENT and self.citable is not None
+            yield from self._citations(state) if cites else self._value(properties[name], state)
             first = False
         while optional and not state.low_on_budget():
             keys = [("" if first else ", ") + json.dumps(name) + ": " for name in optional]
@@ -181,6 +196,23 @@ class ToolCallGrammar:
             yield from self._value(properties[optional.pop(picked)], state)
             first = False
         yield Force(self.encode("}"))
+
+    def _citations(self, state: GrammarState) -> Program:
+        """An array of at least one citable id (`[]` when there is none yet)."""
+        if not self.citable:
+            yield Force(self.encode("[]"))
+            return
+        yield Force(self.encode("["))
+        ids = tuple(self.encode(json.dumps(i)) for i in self.citable)
+        limit = min(MAX_ARRAY_ITEMS, len(ids))
+        for count in range(1, limit + 1):
+            yield Choice(ids)
+            if count == limit or state.low_on_budget():
+                break
+            more = yield Choice((self.encode(", "), self.encode("]")))
+            if more == 1:
+                return
+        yield Force(self.encode("]"))
 
 
 @dataclass

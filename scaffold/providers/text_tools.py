@@ -52,12 +52,19 @@ _TAG_IN_JSON = re.compile(r"<(?=/?tool_call>)", re.IGNORECASE)
 MAX_ARGUMENT_DEPTH = 100
 
 
-def render_tools_prompt(tools: Sequence[ToolDefinition], documented: Iterable[str] = ()) -> str:
+def signature_line(tool: ToolDefinition) -> str:
+    """`name {"arg": "type", ...}`: a tool's name and the shape of its arguments, on one line."""
+    return f"{tool.name} {json.dumps(signature(tool.json_schema()))}"
+
+
+def render_tools_prompt(tools: Sequence[ToolDefinition], documented: Iterable[str] = (), signed: Iterable[str] = ()) -> str:
     """The system-prompt section that lists `tools` and teaches the call syntax.
 
     Tools named in `documented` are already described by the system prompt (the
-    auditor's prompt has a manual of its tools): only their schema is listed, so a
-    small model's context is not spent twice on the same text.
+    auditor's prompt has a manual of its tools): only their argument shapes are listed,
+    one line each (`signature_line`), so a small model's context is not spent twice on
+    the same text; tools in `signed` have their signature line in the system prompt too,
+    and are not listed again.
     """
     documented = set(documented)
     if not tools:
@@ -65,17 +72,39 @@ def render_tools_prompt(tools: Sequence[ToolDefinition], documented: Iterable[st
     lines = [
         "# Tools",
         "",
-        "You can call the tools below. To call a tool, write a block like this, with the "
-        "tool's arguments as a JSON object:",
+        "To call a tool, write a block like this, with its arguments as a JSON object:",
         '<tool_call>{"name": "TOOL_NAME", "arguments": {"ARGUMENT": "VALUE"}}</tool_call>',
-        "You may write text before your calls and make several calls in one reply, one block "
-        "per call. Each result comes back in a <tool_response> block.",
+        "Text may come before your calls; one block per call. Each result comes back in a <tool_response> block.",
     ]
+    signed = set(signed)
+    listed = [signature_line(t) for t in tools if t.name in documented and t.name not in signed]
+    if listed:
+        lines += ["", "Their arguments:", *(f"- {line}" for line in listed)]
     for tool in tools:
+        if tool.name in documented:
+            continue
         schema = json.dumps(tool.json_schema())
-        described = [] if tool.name in documented else [tool.description.strip()]
-        lines += ["", f"## {tool.name}", *described, f"Arguments (JSON schema): {schema}"]
+        lines += ["", f"## {tool.name}", tool.description.strip(), f"Arguments (JSON schema): {schema}"]
     return "\n".join(lines)
+
+
+def signature(schema: dict[str, Any]) -> Any:
+    """A JSON schema as a short example of its shape: `{"message": "string", "prefill?": "string"}`.
+
+    Optional keys end with `?`, an enum is its values joined by `|`, an array is a list of
+    its item's shape. It carries the names and types of the schema in a third of its tokens,
+    for tools whose meaning the system prompt already explains.
+    """
+    if schema.get("enum"):
+        return "|".join(str(v) for v in schema["enum"])
+    kind = schema.get("type")
+    if kind == "array":
+        return [signature(schema.get("items") or {"type": "string"})]
+    if kind == "object":
+        required = set(schema.get("required", []))
+        props = schema.get("properties") or {}
+        return {name + ("" if name in required else "?"): signature(sub) for name, sub in props.items()}
+    return kind or "any"
 
 
 def render_tool_call(call: ToolCall) -> str:
@@ -115,7 +144,8 @@ def render_messages(
     out: list[dict[str, str]] = []
     system = next((m.content for m in messages if m.role == "system"), "")
     documented = [t.name for t in tools if t.description.strip() and t.description.strip() in system]
-    tools_text = render_tools_prompt(tools, documented)
+    signed = [t.name for t in tools if signature_line(t) in system]
+    tools_text = render_tools_prompt(tools, documented, signed)
     if tools_text and not any(m.role == "system" for m in messages):
         out.append({"role": "system", "content": tools_text})
         tools_text = ""

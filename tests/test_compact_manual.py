@@ -1,0 +1,71 @@
+"""The compact manual (issue 16, speed): the same scaffold and tools, with the system
+prompt and the tools section in at most 600 SmolLM2 tokens, for small local policies."""
+
+from __future__ import annotations
+
+import asyncio
+
+from hf_fixtures import packaged_tokenizer, tiny_chat
+
+from auditor.prompts import auditor_system_prompt, resolve_manual
+from scaffold.messages import GenerateConfig, Message
+from scaffold.providers.scripted import ScriptedModel
+from scaffold.providers.text_tools import render_messages, signature_line
+from scaffold.run import run_audit
+from scaffold.state import AuditBudget
+from scaffold.tools import AUDITOR_TOOLS
+from tests.conftest import echo_target
+
+DEFINITIONS = [tool.definition for tool in AUDITOR_TOOLS.values()]
+COMPACT_LIMIT = 600
+
+
+def _system_tokens(manual: str) -> int:
+    """SmolLM2 tokens of the system message a local policy reads (prompt + tools section)."""
+    tools = [d.brief() for d in DEFINITIONS] if manual == "compact" else DEFINITIONS
+    prompt = auditor_system_prompt(DEFINITIONS, 8, manual)  # type: ignore[arg-type]
+    chat = render_messages([Message(role="system", content=prompt), Message(role="user", content="go")], tools)
+    return len(packaged_tokenizer()(chat[0]["content"])["input_ids"])
+
+
+def test_the_compact_manual_fits_in_600_tokens_and_the_full_one_does_not() -> None:
+    compact, full = _system_tokens("compact"), _system_tokens("full")
+    assert compact <= COMPACT_LIMIT < full, (compact, full)
+
+
+def test_the_compact_manual_names_every_tool_with_its_arguments_once() -> None:
+    prompt = auditor_system_prompt(DEFINITIONS, 8, "compact")
+    tools = [d.brief() for d in DEFINITIONS]
+    content = render_messages([Message(role="system", content=prompt)], tools)[0]["content"]
+    for tool in tools:
+        assert content.count(signature_line(tool)) == 1, tool.name
+    assert "<tool_call>" in content  # the call syntax is still taught
+
+
+def test_local_policies_get_the_compact_manual_and_api_auditors_the_full_one() -> None:
+    assert resolve_manual("auto", "policy:auditor@step-3") == "compact"
+    assert resolve_manual("auto", "hf:smollm2-135m+constrained") == "compact"
+    for spec in ("heuristic", "anthropic:claude-sonnet-4-5", "openai:gpt-4.1", "vllm:auditor"):
+        assert resolve_manual("auto", spec) == "full", spec
+    assert resolve_manual("full", "policy:auditor") == "full"
+
+
+def test_an_audit_with_brief_tools_sends_the_compact_prompt_to_the_policy() -> None:
+    """Through the scaffold: the first turn's prompt ids are the compact manual plus the seed."""
+    prompt = auditor_system_prompt(DEFINITIONS, 1, "compact")
+    lengths = {}
+    for brief in (True, False):
+        result = asyncio.run(
+            run_audit(
+                tiny_chat(max_tokens=120, constrained=True),
+                ScriptedModel(echo_target),
+                "Find the quirk.",
+                auditor_prompt=prompt,
+                budget=AuditBudget(max_turns=1),
+                auditor_config=GenerateConfig(temperature=1.0, seed=0),
+                brief_tools=brief,
+            )
+        )
+        turn = next(e for e in result.transcript.events if getattr(e, "tokens", None))
+        lengths[brief] = len(turn.tokens["prompt_ids"])  # type: ignore[attr-defined]
+    assert lengths[True] <= COMPACT_LIMIT + 60 < lengths[False], lengths  # 60: the seed and chat headers
