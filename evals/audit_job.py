@@ -21,7 +21,13 @@ from typing import Any, Awaitable, Callable, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from auditor.build import build_auditor
-from auditor.prompts import QUIRK_HUNT_SEED, Manual, auditor_system_prompt, resolve_manual, seed_message
+from auditor.prompts import (
+    QUIRK_HUNT_SEED,
+    Manual,
+    auditor_system_prompt,
+    resolve_manual,
+    seed_message,
+)
 from rewards.judges import Judge, build_judge, resolve_judge_spec
 from rewards.reward import REWARDS, RewardWeights
 from rewards.types import JudgeResult, RewardResult
@@ -38,7 +44,6 @@ from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
 from targets.quirks import get_quirk
 from targets.spec import TargetSpec, build_target, load_target_spec
-
 
 # An audit's default turn budget (`audit run`'s, when neither a flag nor a suite sets one).
 DEFAULT_JOB_TURNS = 30
