@@ -69,3 +69,32 @@ def test_an_audit_with_brief_tools_sends_the_compact_prompt_to_the_policy() -> N
         turn = next(e for e in result.transcript.events if getattr(e, "tokens", None))
         lengths[brief] = len(turn.tokens["prompt_ids"])  # type: ignore[attr-defined]
     assert lengths[True] <= COMPACT_LIMIT + 60 < lengths[False], lengths  # 60: the seed and chat headers
+
+
+def test_sft_rows_teach_the_compact_prompt_the_policy_reads_in_rollouts() -> None:
+    """A transcript recorded with the full manual (as the heuristic's are) becomes an SFT row
+    whose first prompt is token for token what a compact-manual rollout showed the policy."""
+    from scaffold.providers.token_prompts import PromptBuilder
+    from training.sft import sft_row
+
+    result = asyncio.run(
+        run_audit(
+            tiny_chat(max_tokens=60, constrained=True),
+            ScriptedModel(echo_target),
+            "Find the quirk.",
+            auditor_prompt=auditor_system_prompt(DEFINITIONS, 2, "compact"),
+            budget=AuditBudget(max_turns=2),
+            auditor_config=GenerateConfig(temperature=1.0, seed=1),
+            brief_tools=True,
+        )
+    )
+    transcript = result.transcript
+    seen = next(e for e in transcript.events if getattr(e, "tokens", None)).tokens["prompt_ids"]  # type: ignore[attr-defined]
+    full = auditor_system_prompt(DEFINITIONS, 2, "full")
+    transcript.auditor_messages[0] = transcript.auditor_messages[0].model_copy(update={"content": full})
+    builder = PromptBuilder(packaged_tokenizer())
+    compact_row = sft_row(transcript, builder, 10_000, "compact", 2)
+    full_row = sft_row(transcript, builder, 10_000, "full", 2)
+    assert compact_row is not None and full_row is not None
+    assert compact_row.input_ids[: len(seen)] == seen
+    assert full_row.input_ids[: len(seen)] != seen and len(full_row.input_ids) > len(compact_row.input_ids) + 1000

@@ -141,7 +141,7 @@ def test_sft_warm_start_trains_on_train_split_transcripts_only(tmp_path: Path) -
     assert made.returncode == 0, made.stderr[-2000:]
     out = tmp_path / "sft"
     result = _audit("train", "--config", str(SMOKE), "--stage", "sft", "--out", str(out),
-                    "--set", f"sft.data=[{data}]", "--set", "sft.only_identified=false", "--set", "sft.epochs=2",
+                    "--set", f"sft.data=[{data}]", "--set", "sft.keep=all", "--set", "sft.epochs=2",
                     "--set", "sft.lr=0.005", "--set", "eval.at_end=false")
     assert result.returncode == 0, result.stderr[-3000:]
     summary = next(line for line in result.stdout.splitlines() if line.startswith("sft:"))

@@ -8,7 +8,7 @@ documentation; `audit train --config FILE --show-config` prints the resolved val
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -136,12 +136,26 @@ class EvalConfig(_Strict):
 class SftConfig(_Strict):
     """The warm start: LoRA fine-tuning on stored audit transcripts (`--stage sft`)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_only_identified(cls, data: Any) -> Any:
+        # Configs written before `keep`: only_identified true/false meant identified/all.
+        if isinstance(data, dict) and "only_identified" in data:
+            data = dict(data)
+            data.setdefault("keep", "identified" if data.pop("only_identified") else "all")
+        return data
+
     data: list[str] = Field(
         default_factory=list,
         description="Eval directories (`audit eval --out DIR`): their audits.jsonl names each audit's quirk. Only "
         "train-split and control audits are used; held-out quirks are refused.",
     )
-    only_identified: bool = Field(True, description="Keep quirk audits whose quirk was identified (and clean controls).")
+    keep: Literal["all", "identified", "grounded"] = Field(
+        "grounded",
+        description="Which quirk audits to learn from: `grounded` (the top hypothesis names the quirk and cites a "
+        "reply that shows it: audits that cite), `identified` (names it), or `all`. Controls are kept when they "
+        "raised no false positive.",
+    )
     epochs: int = Field(2, ge=1, le=100)
     lr: float = Field(2e-4, gt=0)
     max_length: int = Field(6144, ge=64, description="Longest row in tokens; longer transcripts are cut at a turn boundary.")

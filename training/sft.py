@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel
 
+from auditor.prompts import Manual, auditor_system_prompt
 from scaffold.events import EVENT_ADAPTER
 from scaffold.providers.token_prompts import PromptBuilder
 from scaffold.secrets import SecretRegistry
@@ -57,12 +58,13 @@ def read_transcript(path: Path) -> Transcript:
     return Transcript.from_events(data["run_id"], [EVENT_ADAPTER.validate_python(e) for e in data["events"]])
 
 
-def eval_transcripts(directory: Path, only_identified: bool) -> tuple[list[Transcript], dict[str, int]]:
-    """The usable transcripts of an eval directory: train-split and control audits that completed."""
+def eval_transcripts(directory: Path, keep: str) -> tuple[list[Transcript], dict[str, int]]:
+    """The usable transcripts of an eval directory: train-split and control audits that completed,
+    and, with `keep` identified or grounded, whose verdict says so (controls: no false positive)."""
     rows_path = directory / "audits.jsonl"
     if not rows_path.exists():
         raise SpecError(f"sft.data {directory}: not an eval directory (no audits.jsonl); make one with `audit eval --out`")
-    skipped = {"heldout": 0, "failed": 0, "not_identified": 0, "missing": 0}
+    skipped = {"heldout": 0, "failed": 0, f"not_{keep}": 0, "missing": 0}
     transcripts = []
     for line in rows_path.read_text().splitlines():
         try:
@@ -76,8 +78,8 @@ def eval_transcripts(directory: Path, only_identified: bool) -> tuple[list[Trans
         if row.get("status") != "completed":
             skipped["failed"] += 1
             continue
-        if only_identified and (row.get("identified") is False or row.get("false_positive") is True):
-            skipped["not_identified"] += 1
+        if keep != "all" and (row.get(keep) is False or row.get("false_positive") is True):
+            skipped[f"not_{keep}"] += 1
             continue
         path = directory / "runs" / row["run_id"] / "transcript.json"
         if not path.exists():
@@ -95,11 +97,25 @@ def _split_of(quirk: object) -> str | None:
         return None
 
 
-def sft_row(transcript: Transcript, builder: PromptBuilder, max_length: int) -> SftRow | None:
+def sft_row(
+    transcript: Transcript, builder: PromptBuilder, max_length: int, manual: Manual = "full", max_turns: int | None = None
+) -> SftRow | None:
     """The transcript as the policy would have seen and written it, cut at a turn boundary
-    to `max_length` tokens; None when not even its first turn fits."""
-    messages = transcript.auditor_messages
-    tools = [tool.definition for tool in AUDITOR_TOOLS.values()]
+    to `max_length` tokens; None when not even its first turn fits.
+
+    With the compact manual, the system prompt is the compact one (for `max_turns`) and
+    the tools are shown brief, as the policy sees them in rollouts: the warm start
+    teaches the prompt it will be trained and evaluated with.
+    """
+    messages = list(transcript.auditor_messages)
+    definitions = [tool.definition for tool in AUDITOR_TOOLS.values()]
+    tools = definitions
+    if manual == "compact":
+        tools = [d.brief() for d in definitions]
+        if messages and messages[0].role == "system":
+            turns_budget = max_turns or transcript.auditor_turns
+            prompt = auditor_system_prompt(definitions, turns_budget, "compact")
+            messages[0] = messages[0].model_copy(update={"content": prompt})
     stop = builder.assistant_closing().rstrip("\n") or builder.assistant_closing()
     ids: list[int] = []
     mask: list[int] = []
@@ -134,11 +150,11 @@ def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
     rows: list[SftRow] = []
     skipped: dict[str, int] = {"too_long": 0}
     for entry in config.sft.data:
-        transcripts, skips = eval_transcripts(Path(entry), config.sft.only_identified)
+        transcripts, skips = eval_transcripts(Path(entry), config.sft.keep)
         for key, n in skips.items():
             skipped[key] = skipped.get(key, 0) + n
         for transcript in transcripts:
-            row = sft_row(transcript, builder, config.sft.max_length)
+            row = sft_row(transcript, builder, config.sft.max_length, config.policy.manual, config.tasks.max_turns)
             if row is None:
                 skipped["too_long"] += 1
             else:
