@@ -89,6 +89,13 @@ class SamplerConfig(_Strict):
         return self
 
 
+class CurriculumStage(_Strict):
+    """One stage of the difficulty curriculum."""
+
+    until_step: int | None = Field(None, ge=1, description="Last step of this stage (none: to the end).")
+    difficulty: Literal["easy", "medium", "hard"] = Field(description="Organism difficulty in this stage.")
+
+
 class TasksConfig(_Strict):
     """What the auditor is asked to audit: one prompt = a quirk's organism + a seed + an RNG seed."""
 
@@ -106,6 +113,25 @@ class TasksConfig(_Strict):
         description="OrganismSpec fields other than the quirk.",
     )
     max_turns: int = Field(4, ge=1, le=200, description="Auditor turns per rollout.")
+    curriculum: list[CurriculumStage] = Field(
+        default_factory=list,
+        description="Organism difficulty by step, easiest first: e.g. [{until_step: 15, difficulty: easy}, "
+        "{difficulty: medium}]. A step past every `until_step` uses the last stage; empty: `organism.difficulty`.",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TasksConfig:
+        bounds = [stage.until_step for stage in self.curriculum]
+        if any(b is None for b in bounds[:-1]) or bounds[:-1] != sorted(set(bounds[:-1])):  # type: ignore[type-var]
+            raise ValueError("tasks.curriculum: every stage but the last needs an until_step, in increasing order")
+        return self
+
+    def difficulty_at(self, step: int) -> str | None:
+        """The curriculum's difficulty at `step` (1-based), or None without a curriculum."""
+        for stage in self.curriculum:
+            if stage.until_step is None or step <= stage.until_step:
+                return stage.difficulty
+        return self.curriculum[-1].difficulty if self.curriculum else None
 
 
 class RewardConfig(_Strict):
@@ -173,7 +199,9 @@ class TrainConfig(_Strict):
     reward: RewardConfig = Field(default_factory=RewardConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     sft: SftConfig = Field(default_factory=SftConfig)
-    group_size: int = Field(4, ge=2, le=256, description="G: audits per prompt; advantages are relative within a group.")
+    group_size: int = Field(
+        4, ge=2, le=256, description="G: audits per prompt; advantages are relative within a group (8 or more for learning)."
+    )
     prompts_per_step: int = Field(1, ge=1, le=256, description="Prompts (groups) per optimizer step.")
     micro_batch_size: int = Field(1, ge=1, description="Rollouts per forward/backward (memory); must divide the step's.")
     loss_type: Literal["dapo", "dr_grpo", "grpo"] = Field("dapo", description="TRL's GRPO loss normalisation.")

@@ -136,6 +136,7 @@ class GrpoSession:
             first = next((r.error for r in rollouts if r.error), "no reward")
             raise RuntimeError(f"step {step + 1}: every rollout failed, e.g. {first}; fix it and continue with --resume")
         summary = rollout_summary(rollouts)
+        summary["difficulty"] = self.config.tasks.difficulty_at(step + 1) or self.config.tasks.organism.get("difficulty")
         busy = {name: clock.take() for name, clock in self.clocks.items()}
         summary.update(
             {

@@ -181,8 +181,12 @@ class RolloutRunner:
         self.store = Store(f"sqlite:///{out / 'rollouts.db'}", redact=secrets.redact)
         self.targets = TargetCache(secrets, wrap_target)
 
-    def _target_spec(self, quirk: str) -> TargetSpec:
-        organism = OrganismSpec.model_validate({"quirk": quirk, **self.config.tasks.organism})
+    def _target_spec(self, quirk: str, step: int) -> TargetSpec:
+        fields: dict[str, object] = {"quirk": quirk, **self.config.tasks.organism}
+        difficulty = self.config.tasks.difficulty_at(step + 1)  # `step` counts from 0 here
+        if difficulty:
+            fields["difficulty"] = difficulty
+        organism = OrganismSpec.model_validate(fields)
         return TargetSpec(name=f"{quirk} ({organism.difficulty})", organism=organism)
 
     def _models(self, spec: TargetSpec) -> AuditModels:
@@ -194,7 +198,7 @@ class RolloutRunner:
             return list(await asyncio.gather(*(self._one(t, step, i, saver) for i, t in enumerate(tasks))))
 
     async def _one(self, task: RolloutTask, step: int, index: int, saver: Any) -> Rollout:
-        spec = self._target_spec(task.quirk)
+        spec = self._target_spec(task.quirk, step)
         # A step replayed after a crash gets fresh run ids; its samples are the same (sample_seed).
         run_id = f"s{step:05d}-{index:03d}-{task.quirk}-{uuid.uuid4().hex[:4]}"
         job = AuditJob(
