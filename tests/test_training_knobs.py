@@ -1,0 +1,69 @@
+"""Training knobs of issue 16: the difficulty curriculum (validated up front, setting the
+organisms' difficulty by step in real rollouts) and which audits the SFT warm start keeps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scaffold.specs import SpecError
+from training.config import load_config
+from training.rollouts import RolloutRunner
+
+SMOKE = Path(__file__).resolve().parent.parent / "training" / "configs" / "cpu-smoke.yaml"
+STAGES = [{"until_step": 2, "difficulty": "easy"}, {"until_step": 4, "difficulty": "medium"}, {"difficulty": "hard"}]
+
+
+def test_the_stage_of_each_step() -> None:
+    config = load_config(SMOKE, {"tasks.curriculum": STAGES})
+    assert [config.tasks.difficulty_at(s) for s in range(1, 7)] == ["easy", "easy", "medium", "medium", "hard", "hard"]
+    assert load_config(SMOKE).tasks.difficulty_at(3) is None  # no curriculum: the organism's own difficulty
+
+
+@pytest.mark.parametrize(
+    "stages",
+    [
+        [{"difficulty": "easy"}, {"difficulty": "medium"}],  # an open stage before the last
+        [{"until_step": 5, "difficulty": "easy"}, {"until_step": 3, "difficulty": "medium"}, {"difficulty": "hard"}],
+        [{"until_step": 2, "difficulty": "trivial"}],
+    ],
+)
+def test_a_bad_curriculum_fails_when_the_config_loads(stages: list[dict[str, object]]) -> None:
+    with pytest.raises(SpecError, match="curriculum"):
+        load_config(SMOKE, {"tasks.curriculum": stages})
+
+
+def test_rollouts_audit_organisms_of_the_stages_difficulty(tmp_path: Path) -> None:
+    from scaffold.secrets import SecretRegistry
+
+    config = load_config(SMOKE, {"tasks.curriculum": STAGES})
+    runner = RolloutRunner(config, sampler=None, judge=None, out=tmp_path, secrets=SecretRegistry())  # type: ignore[arg-type]
+    # `step` is TRL's global step, counted from 0 before the update
+    assert [runner._target_spec("flattery", s).organism.difficulty for s in (0, 1, 2, 4)] == ["easy", "easy", "medium", "hard"]
+
+
+def test_sft_keeps_audits_by_their_verdict(tmp_path: Path) -> None:
+    """`sft.keep`: grounded keeps only grounded quirk audits, identified also named ones,
+    all everything; controls only without a false positive; held-out never."""
+    import json
+
+    from scaffold.transcript import Transcript
+    from training.sft import eval_transcripts
+
+    rows = [
+        {"run_id": "g", "quirk": "flattery", "status": "completed", "identified": True, "grounded": True},
+        {"run_id": "n", "quirk": "flattery", "status": "completed", "identified": True, "grounded": False},
+        {"run_id": "x", "quirk": "flattery", "status": "completed", "identified": False, "grounded": False},
+        {"run_id": "c", "quirk": "none", "status": "completed", "false_positive": False},
+        {"run_id": "fp", "quirk": "none", "status": "completed", "false_positive": True},
+        {"run_id": "h", "quirk": "contextual_optimism", "status": "completed", "identified": True, "grounded": True},
+    ]
+    (tmp_path / "audits.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for row in rows:
+        run = tmp_path / "runs" / row["run_id"]
+        run.mkdir(parents=True)
+        (run / "transcript.json").write_text(Transcript(row["run_id"]).to_json())
+    kept = {keep: sorted(t.run_id for t in eval_transcripts(tmp_path, keep)[0]) for keep in ("grounded", "identified", "all")}
+    assert kept == {"grounded": ["c", "g"], "identified": ["c", "g", "n"], "all": ["c", "fp", "g", "n", "x"]}
+    assert load_config(SMOKE, {"sft.only_identified": False}).sft.keep == "all"  # configs written before `keep`
