@@ -89,3 +89,17 @@ def test_the_scaffold_offers_the_ids_of_the_targets_replies_so_far() -> None:
     assert len(replies) == 2
     assert seen == [(), replies[:1], replies]
     assert t.report is not None and t.report.hypotheses[0].cited_message_ids == list(replies)
+
+
+def test_no_constrained_string_can_hold_a_tag_that_would_cut_the_call() -> None:
+    """A string with "</tool_call>" in it would end the block when the reply is parsed, so the
+    call read back would differ from the one sampled: no string token may contain "<"."""
+    from hf_fixtures import packaged_tokenizer
+
+    chat = tiny_chat(max_tokens=40, constrained=True)
+    chat.grammar_for(TOOLS)  # builds the vocabulary masks
+    masks = chat._masks
+    assert masks is not None
+    tokenizer = packaged_tokenizer()
+    allowed = (masks.body | masks.close).nonzero().flatten().tolist()
+    assert allowed and not [i for i in allowed if "<" in tokenizer.decode([i])]

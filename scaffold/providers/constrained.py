@@ -12,8 +12,11 @@ and the grammar is walked token by token. At each step it allows a set of token 
   * a choice (tool name, enum value, optional key or `}`, `, ` or `]`, a number from a
     fixed grid) allows the next ids of the options still consistent with what was
     written; options are prefix-free, so a choice ends when one option is complete;
-  * a string value allows every token whose text has no `"`, backslash or control
-    character, plus the tokens that end with a `"` (which close the string).
+  * a string value allows every token whose text has no `"`, backslash, `<` or control
+    character, plus the tokens that end with a `"` (which close the string); without
+    `<` no string can hold a `</tool_call>` that would cut the call when it is parsed;
+  * a `cited_message_ids` array, when the call carries `citable_ids`, allows only those
+    ids, and at least one (none when there is no target reply yet).
 The decode loop adds -inf to every other id before sampling (or argmax), so the
 distribution sampled from is the model's, renormalised over the allowed set.
 
@@ -89,9 +92,11 @@ class VocabularyMasks:
 
 
 def _string_safe(text: str, *, allow_empty: bool = False) -> bool:
+    # "<" too: a string holding "</tool_call>" would end the block when the reply is parsed,
+    # and the call read back would not be the call the policy sampled.
     if not text:
         return allow_empty
-    return not any(ch in '"\\' or ord(ch) < 32 or ord(ch) == 127 for ch in text)
+    return not any(ch in '"\\<' or ord(ch) < 32 or ord(ch) == 127 for ch in text)
 
 
 class ToolCallGrammar:
