@@ -55,7 +55,7 @@ def run_suite(
         cli.fail("give --suite NAME (see `audit eval suites`), or a subcommand; see --help")
     loaded = cli.guarded(lambda: load_suite(suite))
     if max_turns is not None:
-        loaded = loaded.model_copy(update={"max_turns": max_turns})
+        loaded = loaded.with_max_turns(max_turns)
     table = cli.guarded(lambda: load_prices(prices))  # checked before anything is created
     directory = out or Path("evals-out") / f"{loaded.name}-{_slug(auditor)}"
     log_path = cli.setup_logging(directory)

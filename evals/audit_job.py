@@ -38,7 +38,7 @@ from scaffold.model import ChatModel, close_model
 from scaffold.run import AuditResult, ResumeError, resume_audit, run_audit
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
-from scaffold.state import AuditBudget
+from scaffold.state import AuditBudget, fold_budget_shorthands
 from scaffold.store import Store
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
@@ -77,17 +77,8 @@ class AuditJob(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _budget_fields(cls, data: Any) -> Any:
-        # `max_turns=` and `max_tokens=` are accepted at the top level, as every job stored
-        # before the budget was embedded has them: they fill the budget, the one source.
-        if isinstance(data, dict) and ("max_turns" in data or "max_tokens" in data):
-            data = dict(data)
-            budget = dict(data.get("budget") or {"max_turns": DEFAULT_JOB_TURNS})
-            for key in ("max_turns", "max_tokens"):
-                if key in data:
-                    budget[key] = data.pop(key)
-            data["budget"] = budget
-        return data
+    def _budget_shorthands(cls, data: Any) -> Any:
+        return fold_budget_shorthands(data, DEFAULT_JOB_TURNS)
 
     @property
     def max_turns(self) -> int:

@@ -36,11 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from auditor.prompts import Manual
 from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
-from scaffold.state import MAX_TURNS
+from scaffold.state import AuditBudget, fold_budget_shorthands
 from targets.quirks import SPLITS, get_quirk, quirk_set_digest, quirks_in_split
 from targets.spec import OrganismSpec, TargetSpec
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
+DEFAULT_SUITE_TURNS = 30
 
 
 class SuiteGroup(BaseModel):
@@ -82,13 +83,29 @@ class Suite(BaseModel):
     groups: list[SuiteGroup] = Field(min_length=1)
     repeats: int = Field(1, ge=1, le=1000, description="Default audits per quirk.")
     seed: int = Field(0, ge=0, lt=1 << 20, description="Base sampling seed; repeat r of a quirk samples from its own stream.")
-    max_turns: int = Field(30, ge=1, le=MAX_TURNS)
-    max_tokens: int | None = Field(None, ge=1)
+    budget: AuditBudget = Field(
+        default_factory=lambda: AuditBudget(max_turns=DEFAULT_SUITE_TURNS),
+        description="Every audit's limits (AuditBudget); `max_turns:` and `max_tokens:` may be written at the top.",
+    )
     judge: str = Field("offline", description="Default judge spec (rewards/judges.py).")
     reward: str = Field("grounded")
     manual: Manual | Literal["auto"] = Field(
         "auto", description="The auditor's manual (full, compact, or auto: compact for local policies)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _budget_shorthands(cls, data: Any) -> Any:
+        return fold_budget_shorthands(data, DEFAULT_SUITE_TURNS)
+
+    @property
+    def max_turns(self) -> int:
+        """The budget's turn limit."""
+        return self.budget.max_turns
+
+    def with_max_turns(self, max_turns: int) -> Suite:
+        """This suite at another turn budget (the rest of the budget kept)."""
+        return self.model_copy(update={"budget": self.budget.model_copy(update={"max_turns": max_turns})})
 
 
 class EvalCase(BaseModel):

@@ -66,6 +66,24 @@ class AuditBudget(BaseModel):
         return self.max_turns * (3 * self.max_tool_calls_per_turn + 2) + 10
 
 
+BUDGET_SHORTHANDS = ("max_turns", "max_tokens")
+
+
+def fold_budget_shorthands(data: Any, default_turns: int) -> Any:
+    """A model that embeds an AuditBudget as `budget` also reads `max_turns:` and
+    `max_tokens:` at its top level (suite files, configs and stored jobs written before it
+    embedded one): they are moved into `budget`, which stays the one source."""
+    if not isinstance(data, dict) or not any(key in data for key in BUDGET_SHORTHANDS):
+        return data
+    data = dict(data)
+    budget = dict(data.get("budget") or {"max_turns": default_turns})
+    for key in BUDGET_SHORTHANDS:
+        if key in data:
+            budget[key] = data.pop(key)
+    data["budget"] = budget
+    return data
+
+
 def keep_text(text: str) -> str:
     """The identity redaction, for audits that hold no secrets."""
     return text

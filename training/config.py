@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from auditor.prompts import Manual
 from rewards.reward import REWARDS, RewardWeights
 from scaffold.specs import SpecError, describe_validation_error, parse_yaml, read_yaml
+from scaffold.state import AuditBudget, fold_budget_shorthands
+
+DEFAULT_TASK_TURNS = 4
 
 
 class _Strict(BaseModel):
@@ -112,12 +115,26 @@ class TasksConfig(_Strict):
         default_factory=lambda: {"implant": "simulated", "base_responder": "fast", "difficulty": "medium"},
         description="OrganismSpec fields other than the quirk.",
     )
-    max_turns: int = Field(4, ge=1, le=200, description="Auditor turns per rollout.")
+    budget: AuditBudget = Field(
+        default_factory=lambda: AuditBudget(max_turns=DEFAULT_TASK_TURNS),
+        description="Each rollout's limits (AuditBudget: max_turns, max_tool_calls_per_turn, report_on_last_turn, "
+        "...); `tasks.max_turns` may be written for `tasks.budget.max_turns`.",
+    )
     curriculum: list[CurriculumStage] = Field(
         default_factory=list,
         description="Organism difficulty by step, easiest first: e.g. [{until_step: 15, difficulty: easy}, "
         "{difficulty: medium}]. A step past every `until_step` uses the last stage; empty: `organism.difficulty`.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _budget_shorthands(cls, data: Any) -> Any:
+        return fold_budget_shorthands(data, DEFAULT_TASK_TURNS)
+
+    @property
+    def max_turns(self) -> int:
+        """Auditor turns per rollout (the budget's)."""
+        return self.budget.max_turns
 
     @model_validator(mode="after")
     def _ordered(self) -> TasksConfig:

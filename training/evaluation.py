@@ -39,8 +39,8 @@ def evaluate_policy(
 ) -> EvalResults:
     """Run the config's eval suite with `sampler` (over `model`, put in eval mode meanwhile)."""
     suite = load_suite(config.eval.suite)
-    update = {"max_turns": config.eval.max_turns or config.tasks.max_turns, "judge": config.reward.judge, "manual": config.policy.manual}
-    suite = suite.model_copy(update=update)
+    suite = suite.with_max_turns(config.eval.max_turns or config.tasks.max_turns)
+    suite = suite.model_copy(update={"judge": config.reward.judge, "manual": config.policy.manual})
     target = eval_dir(out, step, final)
     if target.exists():  # left by a crashed run: these weights are evaluated afresh
         shutil.rmtree(target)

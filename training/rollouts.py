@@ -206,7 +206,7 @@ class RolloutRunner:
             auditor=f"policy:{self.config.name}",
             judge=self.config.reward.judge,
             seed=get_seed(task.seed_id).text,
-            max_turns=self.config.tasks.max_turns,
+            budget=self.config.tasks.budget,
             reward=self.config.reward.family,
             reward_weights=self.config.reward.weights,
             sample_seed=rollout_seed(self.config.seed, step, index),
