@@ -2,7 +2,7 @@
 
     python benchmarks/grpo_step.py [--config training/configs/cpu-smoke.yaml] [--steps 2]
         [--variants fp32/full,fp32/compact,bf16/full,bf16/compact] [--force-bf16]
-        [--probe-tokens 256] [--set K=V ...]
+        [--probe-tokens 256] [--keep DIR] [--set K=V ...]
 
 A variant is `PRECISION/MANUAL[/nocache]`: fp32 or bf16 autocast (policy.precision),
 the full or compact auditor manual (policy.manual), and `nocache` to turn the hf
@@ -54,12 +54,15 @@ def variant_overrides(variant: str) -> dict[str, object]:
     return {"policy.precision": parts[0], "policy.manual": parts[1], "policy.prefix_cache": len(parts) == 2}
 
 
-def measure(config_path: Path, steps: int, overrides: dict[str, object]) -> dict[str, float]:
-    """Run `steps` GRPO steps with `overrides`; the phase means over steps 2..N."""
+def measure(config_path: Path, steps: int, overrides: dict[str, object], keep: Path | None) -> dict[str, float]:
+    """Run `steps` GRPO steps with `overrides`; the phase means over steps 2..N.
+
+    With `keep`, the run directory (metrics, rollouts) is kept there, not in a temporary one."""
     config = load_config(config_path, {**overrides, "steps": steps, "eval.at_end": False, "eval.every": 0})
     with tempfile.TemporaryDirectory() as tmp:
-        run_grpo(config, Path(tmp) / "run")
-        records = [r for r in read_metrics(Path(tmp) / "run") if r["stage"] == "grpo"]
+        out = keep or Path(tmp) / "run"
+        run_grpo(config, out)
+        records = [r for r in read_metrics(out) if r["stage"] == "grpo"]
     # The first step pays one-off costs (model load, grammar build, first prefix): skip it when there are more.
     timed = records[1:] if len(records) > 1 else records
     out = {key: statistics.fmean(r[key] for r in timed) for key in PHASES}
@@ -96,6 +99,7 @@ def main() -> None:
     parser.add_argument("--force-bf16", action="store_true", help="run bf16 variants even where bf16 is emulated")
     parser.add_argument("--probe-tokens", type=int, default=256, help="precision probe length (0: skip)")
     parser.add_argument("--set", dest="assignments", action="append", default=[], help="FIELD=VALUE override")
+    parser.add_argument("--keep", type=Path, help="keep each variant's run directory under this one")
     args = parser.parse_args()
     overrides = dict(parse_assignment(a) for a in args.assignments)
     base_config = load_config(args.config, overrides)
@@ -110,27 +114,23 @@ def main() -> None:
             f"bf16/fp32 = {probe['bf16'] / probe['fp32_again']:.2f}x"
         )
 
+    variants = [v for v in args.variants.split(",") if v]
+    fields = {v: variant_overrides(v) for v in variants}  # every name is checked before anything runs
     results: dict[str, dict[str, float]] = {}
-    for variant in args.variants.split(","):
-        fields = variant_overrides(variant)
-        if fields["policy.precision"] == "bf16" and not native and not args.force_bf16:
-            print(f"{variant}: skipped, bf16 is emulated on this device (see the probe; --force-bf16 runs it)")
+    print(f"\n{args.steps} steps per variant, mean over steps 2..N (seconds); each row as soon as it is measured")
+    print(f"{'variant':22}{'rollout':>9}{'reward':>9}{'update':>9}{'step':>9}{'tok/s':>8}{'scaffold':>10}{'valid':>7}{'vs first':>10}")
+    for variant in variants:
+        if fields[variant]["policy.precision"] == "bf16" and not native and not args.force_bf16:
+            print(f"{variant:22}skipped: bf16 is emulated on this device (see the probe; --force-bf16 runs it)")
             continue
-        started = time.perf_counter()
-        results[variant] = measure(args.config, args.steps, {**overrides, **fields})
-        print(f"{variant}: measured in {time.perf_counter() - started:.0f} s", flush=True)
-
-    if not results:
-        return
-    first = next(iter(results))
-    print(f"\n{args.steps} steps per variant, mean over steps 2..N (seconds)")
-    header = f"{'variant':22}{'rollout':>9}{'reward':>9}{'update':>9}{'step':>9}{'tok/s':>8}{'scaffold':>10}{'valid':>7}{'vs ' + first:>22}"
-    print(header)
-    for variant, r in results.items():
+        keep = args.keep / variant.replace("/", "-") if args.keep else None
+        results[variant] = r = measure(args.config, args.steps, {**overrides, **fields[variant]}, keep)
+        first = results[next(iter(results))]
         print(
             f"{variant:22}{r['time/rollout_s']:>9.1f}{r['time/reward_s']:>9.2f}{r['time/update_s']:>9.1f}"
             f"{r['time/step_s']:>9.1f}{r['tokens_per_s']:>8.1f}{r['scaffold_share']:>10.1%}{r['valid']:>7.2f}"
-            f"{r['time/step_s'] / results[first]['time/step_s']:>21.2f}x"
+            f"{r['time/step_s'] / first['time/step_s']:>9.2f}x",
+            flush=True,
         )
 
 

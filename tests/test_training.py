@@ -198,3 +198,21 @@ def test_the_vllm_launcher_refuses_a_model_it_cannot_serve(tmp_path: Path, capsy
     assert main(["--model", str(tmp_path / "missing"), "--log", str(tmp_path / "v.log")]) == 1
     out = capsys.readouterr().out
     assert out.startswith("error: ") and ("missing" in out or "not installed" in out)
+
+
+def test_a_step_whose_advantages_are_all_zero_skips_the_update(tmp_path: Path, activity: str) -> None:
+    """With beta 0 and no advantage anywhere (every rollout scored the same), the loss and its
+    gradient are 0: the forward/backward pass over whole audits is skipped and the weights
+    stay; a step with advantages trains as before."""
+    from training.grpo import run_grpo
+
+    packaged_tokenizer()
+    common = {"eval.at_end": False, "tasks.max_turns": 2, "beta": 0.0, "steps": 1}
+    flat = run_grpo(load_config(_config(tmp_path, **common)), tmp_path / "flat")  # a random policy finds nothing
+    (step,) = [r for r in read_metrics(tmp_path / "flat") if r["stage"] == "grpo"]
+    assert step["reward/std"] == 0 and step["update/skipped_micro_batches"] == 2
+    assert all(not v.any() for k, v in _adapter(flat).items() if "lora_B" in k)  # LoRA B starts at 0 and stayed
+    moved = run_grpo(load_config(_config(tmp_path, **common, **{"reward.family": activity})), tmp_path / "moved")
+    (step,) = [r for r in read_metrics(tmp_path / "moved") if r["stage"] == "grpo"]
+    assert step["reward/std"] > 0 and step["update/skipped_micro_batches"] == 0
+    assert any(v.any() for k, v in _adapter(moved).items() if "lora_B" in k)

@@ -86,6 +86,7 @@ class GrpoSession:
         self.synced_step: int | None = None
         self.eos_id = 0
         self.bf16 = False  # set in attach, from policy.precision and the model's device
+        self.skipped_updates = 0  # micro-batches whose advantages were all 0 (no forward pass)
 
     def attach(self, trainer: Any, tokenizer: Any) -> None:
         """Build the sampler over the trainer's (wrapped) model."""
@@ -162,6 +163,7 @@ class GrpoSession:
                 record[key] = float(logs[key])
         record.update(self.pending)
         record.update(merge_parity(self.parity))
+        record["update/skipped_micro_batches"], self.skipped_updates = self.skipped_updates, 0
         step_s = time.perf_counter() - self.step_started
         record["time/step_s"] = step_s
         record["time/update_s"] = max(0.0, step_s - record.get("time/rollout_s", 0.0) - record.get("time/eval_s", 0.0))

@@ -68,6 +68,12 @@ def trainer_class() -> type:
             return output
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+            if self.beta == 0 and not bool(torch.any(inputs["advantages"] != 0)):
+                # Every advantage is 0 and there is no KL term: the loss and its gradient are 0
+                # whatever the forward pass says. Common while no rollout in a group scores; the
+                # pass through a whole audit costs minutes on a CPU. No gradient, no update.
+                self.session.skipped_updates += 1
+                return torch.zeros((), device=inputs["advantages"].device, requires_grad=True)
             self._capture: list[torch.Tensor] | None = []
             try:
                 with self._apply_importance_ratio("importance_sampling_ratio" in inputs):
