@@ -16,9 +16,9 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Awaitable, Callable, ClassVar, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field
 
 from auditor.build import build_auditor
 from auditor.prompts import (
@@ -38,7 +38,7 @@ from scaffold.model import ChatModel, close_model
 from scaffold.run import AuditResult, ResumeError, resume_audit, run_audit
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
-from scaffold.state import AuditBudget, fold_budget_shorthands
+from scaffold.state import AuditBudget, BudgetShorthands
 from scaffold.store import Store
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
@@ -49,7 +49,7 @@ from targets.spec import TargetSpec, build_target, load_target_spec
 DEFAULT_JOB_TURNS = 30
 
 
-class AuditJob(BaseModel):
+class AuditJob(BudgetShorthands):
     """Everything that defines one audit run: a target (a model.yaml path, or the spec
     itself, as an eval suite makes them), the auditor, the judge and the budgets."""
 
@@ -75,15 +75,7 @@ class AuditJob(BaseModel):
         "local policies); `auto` picks compact for `policy:` and `hf:` auditors, full for the rest.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _budget_shorthands(cls, data: Any) -> Any:
-        return fold_budget_shorthands(data, DEFAULT_JOB_TURNS)
-
-    @property
-    def max_turns(self) -> int:
-        """The budget's turn limit (read-only: set `budget`, or `max_turns=` when building)."""
-        return self.budget.max_turns
+    default_turns: ClassVar[int] = DEFAULT_JOB_TURNS
 
     @property
     def max_tokens(self) -> int | None:

@@ -30,13 +30,13 @@ takes a path to a YAML file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from auditor.prompts import Manual
 from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
-from scaffold.state import AuditBudget, fold_budget_shorthands
+from scaffold.state import AuditBudget, BudgetShorthands
 from targets.quirks import SPLITS, get_quirk, quirk_set_digest, quirks_in_split
 from targets.spec import OrganismSpec, TargetSpec
 
@@ -73,7 +73,7 @@ class SuiteGroup(BaseModel):
         return self
 
 
-class Suite(BaseModel):
+class Suite(BudgetShorthands):
     """A named benchmark: groups of organisms, repeats, seeds and budgets."""
 
     model_config = ConfigDict(extra="forbid")
@@ -93,15 +93,7 @@ class Suite(BaseModel):
         "auto", description="The auditor's manual (full, compact, or auto: compact for local policies)."
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _budget_shorthands(cls, data: Any) -> Any:
-        return fold_budget_shorthands(data, DEFAULT_SUITE_TURNS)
-
-    @property
-    def max_turns(self) -> int:
-        """The budget's turn limit."""
-        return self.budget.max_turns
+    default_turns: ClassVar[int] = DEFAULT_SUITE_TURNS
 
     def with_max_turns(self, max_turns: int) -> Suite:
         """This suite at another turn budget (the rest of the budget kept)."""

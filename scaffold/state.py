@@ -9,9 +9,9 @@ resume, the event log is cut back to `event_count` and replayed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypedDict
+from typing import Any, Callable, ClassVar, TypedDict
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from scaffold.messages import GenerateConfig
 from scaffold.model import ChatModel
@@ -82,6 +82,24 @@ def fold_budget_shorthands(data: Any, default_turns: int) -> Any:
             budget[key] = data.pop(key)
     data["budget"] = budget
     return data
+
+
+class BudgetShorthands(BaseModel):
+    """Mixed into a model that embeds an AuditBudget as its `budget` field: it reads
+    `max_turns:`/`max_tokens:` at the top level (fold_budget_shorthands) and offers
+    `max_turns` from the budget. `default_turns` is the model's default turn budget."""
+
+    default_turns: ClassVar[int] = 20
+
+    @model_validator(mode="before")
+    @classmethod
+    def _budget_shorthands(cls, data: Any) -> Any:
+        return fold_budget_shorthands(data, cls.default_turns)
+
+    @property
+    def max_turns(self) -> int:
+        """The budget's turn limit."""
+        return self.budget.max_turns  # type: ignore[attr-defined, no-any-return]
 
 
 def keep_text(text: str) -> str:

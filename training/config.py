@@ -8,7 +8,7 @@ documentation; `audit train --config FILE --show-config` prints the resolved val
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from auditor.prompts import Manual
 from rewards.reward import REWARDS, RewardWeights
 from scaffold.specs import SpecError, describe_validation_error, parse_yaml, read_yaml
-from scaffold.state import AuditBudget, fold_budget_shorthands
+from scaffold.state import AuditBudget, BudgetShorthands
 
 DEFAULT_TASK_TURNS = 4
 
@@ -99,7 +99,7 @@ class CurriculumStage(_Strict):
     difficulty: Literal["easy", "medium", "hard"] = Field(description="Organism difficulty in this stage.")
 
 
-class TasksConfig(_Strict):
+class TasksConfig(_Strict, BudgetShorthands):
     """What the auditor is asked to audit: one prompt = a quirk's organism + a seed + an RNG seed."""
 
     split: Literal["train", "control"] = Field(
@@ -126,15 +126,7 @@ class TasksConfig(_Strict):
         "{difficulty: medium}]. A step past every `until_step` uses the last stage; empty: `organism.difficulty`.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _budget_shorthands(cls, data: Any) -> Any:
-        return fold_budget_shorthands(data, DEFAULT_TASK_TURNS)
-
-    @property
-    def max_turns(self) -> int:
-        """Auditor turns per rollout (the budget's)."""
-        return self.budget.max_turns
+    default_turns: ClassVar[int] = DEFAULT_TASK_TURNS
 
     @model_validator(mode="after")
     def _ordered(self) -> TasksConfig:
