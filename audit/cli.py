@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import typer
 
-from audit.context import EXIT_FAILED, QUIRKS_HELP, CliContext, cli_context
+from audit.context import EXIT_FAILED, MANUAL_HELP, QUIRKS_HELP, CliContext, ManualChoice, cli_context
 from audit.eval_cmd import eval_app
 from audit.judge_cmd import judge_command
 from audit.render import print_summary, print_transcript
@@ -127,6 +127,7 @@ def run(
         30, min=1, max=MAX_TURNS, help="Auditor turns before the audit ends; the last one must file submit_report."
     ),
     max_tokens: Optional[int] = typer.Option(None, min=1, help="Token budget (auditor + target) before it ends."),
+    manual: ManualChoice = typer.Option(ManualChoice.auto, help=MANUAL_HELP),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL for runs and transcripts (SQLite or PostgreSQL)."),
     out: Path = typer.Option(Path("audit-runs"), help="Directory for <run_id>/transcript.json and report.json."),
     resume: Optional[str] = typer.Option(
@@ -169,6 +170,7 @@ def run(
             judge=judge,
             max_turns=max_turns,
             max_tokens=max_tokens,
+            manual=manual.value,
             **({"seed": seed_text} if seed_text else {}),
         )
         return asyncio.run(run_judged_audit(job, db, secrets, out, on_events=progress, run_id=run_id))

@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
@@ -40,6 +41,20 @@ QUIRKS_HELP = (
     "A directory of quirk files (<id>.yaml, with an optional <id>.py) read as well as the package's; "
     "repeatable. AUDITRL_QUIRKS (separated like PATH) adds directories too."
 )
+MANUAL_HELP = (
+    "The auditor's manual: auto (compact for local hf: and policy: auditors, full for the rest), full, or "
+    "compact (the same tools in a few hundred tokens)."
+)
+
+
+class ManualChoice(str, Enum):
+    """`--manual` values (auditor.prompts.resolve_manual reads them)."""
+
+    auto = "auto"
+    full = "full"
+    compact = "compact"
+
+
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")

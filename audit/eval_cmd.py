@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from audit.context import QUIRKS_HELP, cli_context
+from audit.context import MANUAL_HELP, QUIRKS_HELP, ManualChoice, cli_context
 from scaffold.state import MAX_TURNS
 from scaffold.store import DEFAULT_STORE_URL
 
@@ -34,6 +34,7 @@ def run_suite(
     max_turns: Optional[int] = typer.Option(
         None, min=1, max=MAX_TURNS, help="Auditor turns per audit, overriding the suite's (recorded in results.json)."
     ),
+    manual: Optional[ManualChoice] = typer.Option(None, help=MANUAL_HELP + " Default: the suite's."),
     concurrency: int = typer.Option(8, min=1, max=4096, help="Audits in flight at once."),
     out: Optional[Path] = typer.Option(None, help="Eval directory (default: evals-out/<suite>-<auditor>)."),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL every audit is stored in."),
@@ -56,6 +57,8 @@ def run_suite(
     loaded = cli.guarded(lambda: load_suite(suite))
     if max_turns is not None:
         loaded = loaded.with_max_turns(max_turns)
+    if manual is not None:
+        loaded = loaded.model_copy(update={"manual": manual.value})
     table = cli.guarded(lambda: load_prices(prices))  # checked before anything is created
     directory = out or Path("evals-out") / f"{loaded.name}-{_slug(auditor)}"
     log_path = cli.setup_logging(directory)

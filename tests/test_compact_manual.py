@@ -98,3 +98,21 @@ def test_sft_rows_teach_the_compact_prompt_the_policy_reads_in_rollouts() -> Non
     assert compact_row is not None and full_row is not None
     assert compact_row.input_ids[: len(seen)] == seen
     assert full_row.input_ids[: len(seen)] != seen and len(full_row.input_ids) > len(compact_row.input_ids) + 1000
+
+
+def test_audit_run_takes_the_manual_from_the_command_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    cmd = [sys.executable, "-m", "audit.cli", "run", "--target", str(root / "targets/examples/flattery.yaml"),
+           "--judge", "lexical", "--max-turns", "2", "--manual", "compact", "--json"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    transcript = json.loads(Path(json.loads(done.stdout)["transcript"]).read_text())
+    system = transcript["events"][0]["message"]["content"]
+    assert system == auditor_system_prompt(DEFINITIONS, 2, "compact")
+    bad = subprocess.run([*cmd[:-3], "--manual", "tiny"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "tiny" in bad.stderr
