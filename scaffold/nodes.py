@@ -164,7 +164,7 @@ async def auditor_node(state: AuditState, runtime: Runtime[AuditContext]) -> dic
     if reason:
         t.append(EndEvent(reason=reason))  # type: ignore[arg-type]
         return _finish(ctx, state, done=True, call_count=0, call_index=0)
-    tools = [tool.definition.brief() if ctx.brief_tools else tool.definition for tool in ctx.tools.values()]
+    tools = [tool.brief_definition if ctx.brief_tools else tool.definition for tool in ctx.tools.values()]
     config = _per_call_seed(ctx.auditor_config or GenerateConfig(), t.auditor_turns)
     update = {"rollout_id": t.run_id, "citable_ids": citable_ids(t), **_last_turn(ctx)}
     config = config.model_copy(update=update)

@@ -66,35 +66,29 @@ class AuditBudget(BaseModel):
         return self.max_turns * (3 * self.max_tool_calls_per_turn + 2) + 10
 
 
-BUDGET_SHORTHANDS = ("max_turns", "max_tokens")
-
-
-def fold_budget_shorthands(data: Any, default_turns: int) -> Any:
-    """A model that embeds an AuditBudget as `budget` also reads `max_turns:` and
-    `max_tokens:` at its top level (suite files, configs and stored jobs written before it
-    embedded one): they are moved into `budget`, which stays the one source."""
-    if not isinstance(data, dict) or not any(key in data for key in BUDGET_SHORTHANDS):
-        return data
-    data = dict(data)
-    budget = dict(data.get("budget") or {"max_turns": default_turns})
-    for key in BUDGET_SHORTHANDS:
-        if key in data:
-            budget[key] = data.pop(key)
-    data["budget"] = budget
-    return data
-
-
 class BudgetShorthands(BaseModel):
-    """Mixed into a model that embeds an AuditBudget as its `budget` field: it reads
-    `max_turns:`/`max_tokens:` at the top level (fold_budget_shorthands) and offers
-    `max_turns` from the budget. `default_turns` is the model's default turn budget."""
+    """Mixed into a model that embeds an AuditBudget as its `budget` field.
+
+    The model also reads `max_turns:` and `max_tokens:` at its top level (suite files,
+    configs and stored jobs written before it embedded one): they are moved into
+    `budget`, which stays the one source, and `max_turns` reads it back.
+    `default_turns` is the model's default turn budget.
+    """
 
     default_turns: ClassVar[int] = 20
 
     @model_validator(mode="before")
     @classmethod
     def _budget_shorthands(cls, data: Any) -> Any:
-        return fold_budget_shorthands(data, cls.default_turns)
+        shorthands = ("max_turns", "max_tokens")
+        if not isinstance(data, dict) or not any(key in data for key in shorthands):
+            return data
+        data = dict(data)
+        budget = dict(data.get("budget") or {"max_turns": cls.default_turns})
+        for key in shorthands:
+            if key in data:
+                budget[key] = data.pop(key)
+        return {**data, "budget": budget}
 
     @property
     def max_turns(self) -> int:

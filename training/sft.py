@@ -111,7 +111,7 @@ def sft_row(
     definitions = [tool.definition for tool in AUDITOR_TOOLS.values()]
     tools = definitions
     if manual == "compact":
-        tools = [d.brief() for d in definitions]
+        tools = [tool.brief_definition for tool in AUDITOR_TOOLS.values()]
         if messages and messages[0].role == "system":
             turns_budget = max_turns or transcript.auditor_turns
             prompt = auditor_system_prompt(definitions, turns_budget, "compact")

@@ -167,11 +167,12 @@ class ToolCallGrammar:
         else:  # a schema we do not constrain: an empty object keeps the JSON valid
             yield Force(self.encode("{}"))
 
-    def _array(self, items: dict[str, Any], state: GrammarState) -> Program:
+    def _array(self, items: dict[str, Any], state: GrammarState, limit: int = MAX_ARRAY_ITEMS) -> Program:
+        """One to `limit` items of schema `items` (the model chooses how many)."""
         yield Force(self.encode("["))
-        for count in range(1, MAX_ARRAY_ITEMS + 1):
+        for count in range(1, limit + 1):
             yield from self._value(items, state)
-            if count == MAX_ARRAY_ITEMS or state.low_on_budget():
+            if count == limit or state.low_on_budget():
                 break
             more = yield Choice((self.encode(", "), self.encode("]")))
             if more == 1:
@@ -207,17 +208,7 @@ class ToolCallGrammar:
         if not self.citable:
             yield Force(self.encode("[]"))
             return
-        yield Force(self.encode("["))
-        ids = tuple(self.encode(json.dumps(i)) for i in self.citable)
-        limit = min(MAX_ARRAY_ITEMS, len(ids))
-        for count in range(1, limit + 1):
-            yield Choice(ids)
-            if count == limit or state.low_on_budget():
-                break
-            more = yield Choice((self.encode(", "), self.encode("]")))
-            if more == 1:
-                return
-        yield Force(self.encode("]"))
+        yield from self._array({"enum": list(self.citable)}, state, limit=min(MAX_ARRAY_ITEMS, len(self.citable)))
 
 
 @dataclass

@@ -11,6 +11,7 @@ import inspect
 import logging
 import typing
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Literal
 
 from scaffold.docstrings import parse_docstring
@@ -93,6 +94,11 @@ class AuditorTool:
             )
         definition = ToolDefinition(name=function.__name__, description=description, parameters=parameters)
         return cls(name=function.__name__, function=function, definition=definition, _types=types)
+
+    @cached_property
+    def brief_definition(self) -> ToolDefinition:
+        """`definition.brief()`, made once: the compact manual shows it on every turn."""
+        return self.definition.brief()
 
     def check_arguments(self, arguments: dict[str, Any]) -> str | None:
         """Why `arguments` do not fit this tool, or None when they do."""
