@@ -55,10 +55,13 @@ def review_command(
     db = cli.open_store(store, must_exist=True)
     shown_host = f"[{host}]" if ":" in host else host
     where = db.engine.url.render_as_string(hide_password=True)
-    console.print(Text(f"auditrl review: {where} at http://{shown_host}:{port}/  (Ctrl-C stops it)"))
-    if token:
-        console.print(Text(f"open http://{shown_host}:{port}/?token=YOUR_TOKEN once; the browser keeps a session cookie"))
+
+    def announce(bound: int) -> None:
+        console.print(Text(f"auditrl review: {where} at http://{shown_host}:{bound}/  (Ctrl-C stops it)"))
+        if token:
+            console.print(Text(f"open http://{shown_host}:{bound}/?token=YOUR_TOKEN once; the browser keeps a session cookie"))
+
     try:
-        serve(db, host, port, token, cli.secrets)
+        serve(db, host, port, token, cli.secrets, announce)
     except OSError as exc:
         cli.fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")

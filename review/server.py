@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import socket
 import sys
+from typing import Callable
 
 from review.app import create_app
 from review.security import check_binding
@@ -12,8 +13,18 @@ from scaffold.secrets import SecretRegistry
 from scaffold.store import Store
 
 
-def serve(store: Store, host: str, port: int, token: str | None, secrets: SecretRegistry) -> None:
-    """Check the binding (raises BindingError), then serve until interrupted."""
+def serve(
+    store: Store,
+    host: str,
+    port: int,
+    token: str | None,
+    secrets: SecretRegistry,
+    announce: Callable[[int], None] | None = None,
+) -> None:
+    """Check the binding (raises BindingError), bind, call `announce(port)` (the bound port), then serve until interrupted.
+
+    The banner comes after the bind so that it never advertises a server that could not start.
+    """
     import uvicorn
 
     check_binding(host, token)
@@ -32,5 +43,7 @@ def serve(store: Store, host: str, port: int, token: str | None, secrets: Secret
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     dual = family == socket.AF_INET6 and host in ("::", "") and socket.has_dualstack_ipv6()
     sock = socket.create_server((host, port), family=family, dualstack_ipv6=dual)
+    if announce is not None:
+        announce(sock.getsockname()[1])
     config = uvicorn.Config(create_app(store, token), host=host, port=port, log_config=None, server_header=False)
     uvicorn.Server(config).run(sockets=[sock])

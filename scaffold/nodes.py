@@ -15,6 +15,7 @@ resume retries the step).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from typing import Any, Awaitable, Callable
 
@@ -229,6 +230,22 @@ def cap_reply(text: str, limit: int) -> str:
     return text[:limit] + f"\n[... reply truncated: {len(text) - limit} of {len(text)} characters cut by auditrl]"
 
 
+MAX_TARGET_TOOL_CALLS = 32  # tool calls kept from one target reply; a runaway target may emit thousands
+
+
+def cap_tool_calls(calls: list[ToolCall], limit: int) -> list[ToolCall]:
+    """A target's tool calls held to the reply budget: at most MAX_TARGET_TOOL_CALLS, each call's
+    arguments at most `limit` characters of JSON (a larger one keeps its cut JSON text, with the
+    marker, under `truncated_arguments`), so tool calls cannot carry what `cap_reply` cuts."""
+    out = []
+    for call in calls[:MAX_TARGET_TOOL_CALLS]:
+        text = json.dumps(call.arguments, ensure_ascii=False)
+        if len(text) > limit:
+            call = call.model_copy(update={"arguments": {"truncated_arguments": cap_reply(text, limit)}})
+        out.append(call)
+    return out
+
+
 @guarded
 async def target_node(state: AuditState, runtime: Runtime[AuditContext]) -> dict[str, Any]:
     """Let the target speak (or sample the user's turn) and hand the result to the auditor.
@@ -257,8 +274,9 @@ async def target_node(state: AuditState, runtime: Runtime[AuditContext]) -> dict
         t.append(AuditorMessageEvent(message=message, target_usage=response.usage))
     else:
         content = (prefill or "") + text
+        calls = cap_tool_calls(list(response.message.tool_calls), ctx.budget.max_reply_chars)
         reply = response.message.model_copy(
-            update={"id": t.new_id("t"), "role": "assistant", "content": content, "prefill": prefill}
+            update={"id": t.new_id("t"), "role": "assistant", "content": content, "prefill": prefill, "tool_calls": calls}
         )
         event = TargetMessageEvent(message=reply, usage=response.usage, latency_s=response.latency_s)
         t.append(event)

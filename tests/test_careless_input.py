@@ -182,6 +182,7 @@ def test_review_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         port = busy.getsockname()[1]
         r = audit("review", "--port", str(port), cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr
+    assert "auditrl review:" not in r.stdout  # no banner for a server that never started
 
 
 # --- 10: resuming from a store that does not exist -------------------------------------------
@@ -212,6 +213,32 @@ async def test_huge_target_replies_are_capped_with_a_marker() -> None:
     tool_results = [e.message.content for e in transcript.events if e.kind == "auditor_message" and e.message.role == "tool"]
     assert tool_results and all(len(text) < limit + 400 for text in tool_results)
     assert sum(len(e.model_dump_json()) for e in transcript.events) < 1 << 20  # not 2 x 5 MB
+
+
+async def test_huge_or_countless_target_tool_calls_are_capped_too() -> None:
+    from scaffold.messages import ToolCall
+    from scaffold.nodes import MAX_TARGET_TOOL_CALLS
+    from scaffold.providers.scripted import ScriptedModel
+    from scaffold.run import run_audit
+    from scaffold.state import AuditBudget
+    from tests.conftest import script_auditor
+
+    huge = {"query": "B" * (2 << 20)}
+    calls = [ToolCall(id=f"c{i}", name="search", arguments=huge if i == 0 else {"q": i}) for i in range(500)]
+    steps = [[("send_message", {"message": "Use your tools."})], [("sample_user_turn", {})]]
+    result = await run_audit(
+        ScriptedModel(script_auditor(steps)),
+        ScriptedModel(lambda m, t, c: Message(role="assistant", content="ok", tool_calls=calls)),
+        "Probe.", auditor_prompt="You are an auditor.", budget=AuditBudget(max_turns=3),
+    )
+    reply = [e.message for e in result.transcript.events if e.kind == "target_message" and e.message.role == "assistant"][0]
+    limit = AuditBudget().max_reply_chars
+    assert len(reply.tool_calls) == MAX_TARGET_TOOL_CALLS
+    first = reply.tool_calls[0].arguments
+    assert set(first) == {"truncated_arguments"} and "reply truncated" in first["truncated_arguments"]
+    assert len(first["truncated_arguments"]) < limit + 200
+    assert reply.tool_calls[1].arguments == {"q": 1}  # small calls are kept as they were
+    assert sum(len(e.model_dump_json()) for e in result.transcript.events) < 1 << 20
 
 
 # --- the failure path: a model that fails after retries, then a resume of the *failed* run ------
