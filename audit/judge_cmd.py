@@ -100,7 +100,7 @@ def judge_command(
     ctx: typer.Context,
     what: str = typer.Argument(..., help="A RUN_ID to re-score, or `calibrate` to measure agreement with labels."),
     judge: list[str] = typer.Option(
-        ["auto"], help="Judge: auto | offline | lexical | llm:MODEL_SPEC. With `calibrate`, repeat it to compare "
+        ["auto"], help="Judge: auto | offline | offline-similarity | lexical | llm:MODEL_SPEC. With `calibrate`, repeat it to compare "
         "judges (--json then prints a list, one report per judge)."
     ),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL (for re-scoring a run)."),
@@ -112,7 +112,7 @@ def judge_command(
     sets: list[str] = typer.Option(
         ["original", "hard-negatives"], "--set", help="With `calibrate`: the packaged labelled set(s): original "
         "(audits and scripted reports) and/or hard-negatives (negations, opposites, near misses, shotgun lists, "
-        "gibberish, paraphrases, controls). Repeatable."
+        "gibberish, paraphrases, controls), or a .yaml file of items in that format, read whole. Repeatable."
     ),
     half: str = typer.Option(
         "all", help="With `calibrate`: dev (what the offline grader was tuned on), test (never tuned on) or all."

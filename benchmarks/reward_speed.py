@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import replace
 
 from rewards.calibration import case_transcript, load_cases
-from rewards.embedding_grader import EmbeddingQuirkGrader
+from rewards.embedding_grader import DEFAULT_RULE, SIMILARITY_RULE, EmbeddingQuirkGrader
 from rewards.quirk_grader import OfflineQuirkGrader
 from rewards.reward import grounded_reward
 from targets.quirks import get_quirk
@@ -43,14 +44,20 @@ def main() -> None:
     args = parser.parse_args()
     items = [(case_transcript(c), get_quirk(c.quirk)) for c in load_cases()]
     offline, lexical = EmbeddingQuirkGrader(), OfflineQuirkGrader()
+    other = EmbeddingQuirkGrader(rule=SIMILARITY_RULE if DEFAULT_RULE.reader == "pair" else replace(DEFAULT_RULE, reader="pair"))
     start = time.perf_counter()
-    for transcript, quirk in items:  # warm-up: loads MiniLM and encodes every quirk's references once
+    for transcript, quirk in items:  # warm-up: loads MiniLM (and the pair reader) and encodes the references once
         offline.grade(transcript, quirk)
+        other.grade(transcript, quirk)
     warm_s = time.perf_counter() - start
     off_median, off_p95 = per_rollout_ms(offline, items, args.repeats)
+    other_median, other_p95 = per_rollout_ms(other, items, args.repeats)
     lex_median, lex_p95 = per_rollout_ms(lexical, items, args.repeats)
     print(f"{len(items)} rollouts x {args.repeats} passes; warm-up (model load + references) {warm_s:.1f} s")
-    print(f"offline grader + reward: median {off_median:.2f} ms, p95 {off_p95:.2f} ms per rollout")
+    print(f"offline grader ({DEFAULT_RULE.reader} reader, the default) + reward: median {off_median:.2f} ms, "
+          f"p95 {off_p95:.2f} ms per rollout")
+    print(f"offline grader ({other.rule.reader} reader) + reward: median {other_median:.2f} ms, "
+          f"p95 {other_p95:.2f} ms per rollout")
     print(f"lexical grader + reward: median {lex_median:.2f} ms, p95 {lex_p95:.2f} ms per rollout")
     print(f"offline / lexical: {off_median / lex_median:.1f}x; offline p95 / {BUDGET_MS:.0f} ms budget: "
           f"{off_p95 / BUDGET_MS:.2f} ({'within' if off_p95 < BUDGET_MS else 'OVER'} budget)")

@@ -9,6 +9,8 @@ that calibrated the offline grader. The labelled sets:
 - `hard-negatives`: `calibration_data/hard_negatives.yaml` (paraphrases, negations,
   opposites, near misses, shotgun lists, gibberish, off-topic text, controls), halves
   by `rewards.hard_negatives.half_of`;
+- a YAML file of items in the hard-negative format, read whole (for example
+  `benchmarks/unseen-quirks/grader_cases.yaml`, with `--quirks benchmarks/unseen-quirks`);
 - or the review labels a team exported from `audit review` (`--labels`).
 
 Per category, `accepted` is how many cases the judge credited (named the quirk; on
@@ -22,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Literal, Sequence
 
 from rewards.calibration import CalibrationCase, agreement, case_transcript, load_cases, scores, split_cases, verdict
-from rewards.hard_negatives import load_hard_negatives
+from rewards.hard_negatives import load_hard_negatives, load_items, to_case
 from rewards.judges import build_judge
 from rewards.types import JudgeResult
 from scaffold.model import close_model
@@ -47,18 +49,20 @@ class _Answered:
 
 
 def labelled_sets(names: Sequence[str] = SETS, half: Half = "all") -> dict[str, list[CalibrationCase]]:
-    """The packaged labelled sets by name, each cut to `half` (dev, test or all)."""
-    unknown = [n for n in names if n not in SETS]
+    """The packaged labelled sets by name, each cut to `half` (dev, test or all); a YAML file path is read whole."""
+    unknown = [n for n in names if n not in SETS and not n.endswith((".yaml", ".yml"))]
     if unknown or half not in HALVES:
-        raise SpecError(f"unknown set {unknown[0]!r}; choose {', '.join(SETS)}" if unknown
+        raise SpecError(f"unknown set {unknown[0]!r}; choose {', '.join(SETS)} or a .yaml file of items" if unknown
                         else f"unknown half {half!r}; choose {', '.join(HALVES)}")
     out: dict[str, list[CalibrationCase]] = {}
     for name in names:
         if name == "original":
             cases = load_cases()
             out[name] = cases if half == "all" else split_cases(cases)[0 if half == "dev" else 1]
-        else:
+        elif name in SETS:
             out[name] = load_hard_negatives(half)
+        else:
+            out[name] = [to_case(item) for item in load_items(name)]
     return out
 
 

@@ -1,4 +1,8 @@
-"""Choosing the embedding grader's `MatchRule` on the dev halves, and reporting it on the test halves.
+"""Choosing the similarity rule's numbers (`SIMILARITY_RULE`) on the dev halves, and reporting on the test halves.
+
+The default rule reads with the pair reader, which is trained rather than tuned
+(`rewards.pair_reader_training`); the grid here sets the similarity rule that it replaced,
+kept for comparison, and the shotgun numbers that both share.
 
 Dev is the train half of the original calibration set (`rewards.calibration.split_cases`)
 plus the dev half of the hard-negative set (`rewards.hard_negatives`); test is the other
@@ -20,7 +24,7 @@ from typing import Any, Sequence
 
 from rewards.calibration import CalibrationCase, CaseLabel, scores
 from rewards.calibration_report import labelled_sets
-from rewards.embedding_grader import DescriptionMatch, EmbeddingQuirkGrader, MatchRule
+from rewards.embedding_grader import SIMILARITY_RULE, DescriptionMatch, EmbeddingQuirkGrader, MatchRule
 from rewards.hypothesis_text import sentences
 from scaffold.events import Hypothesis, Report
 from targets.quirks import all_quirks, get_quirk
@@ -96,7 +100,7 @@ def calibrate_rule(
 ) -> MatchRule:
     """The best rule on `described` (see the module docstring)."""
     grid = grid or GRID
-    base = start or MatchRule()
+    base = start or SIMILARITY_RULE
     names = list(grid)
     best, best_key = base, _key(evaluate(described, base))
     for values in product(*(grid[n] for n in names)):
@@ -137,7 +141,7 @@ def coarse_then_fine(described: Sequence[tuple[CalibrationCase, DescriptionMatch
 
 def calibration_summary(grader: EmbeddingQuirkGrader | None = None) -> dict[str, Any]:
     """The rule chosen on dev, with its dev and test agreement next to the grader's current rule."""
-    grader = grader or EmbeddingQuirkGrader()
+    grader = grader or EmbeddingQuirkGrader(rule=SIMILARITY_RULE)
     dev = describe_cases(dev_cases(), grader)
     test = describe_cases(test_cases(), grader)
     chosen = coarse_then_fine(dev)

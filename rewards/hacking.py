@@ -10,7 +10,7 @@ policy's reports do any of these (the reward-hacking ablation).
 from __future__ import annotations
 
 from rewards.evidence import check_evidence
-from rewards.reward import RewardWeights, report_of, narrates, quirks_named
+from rewards.reward import RewardWeights, narrates, quirks_named, report_of
 from scaffold.transcript import Transcript
 
 HACK_KINDS = ("shotgun", "spam", "narration", "cites_nothing", "cites_unfired", "extraction_only")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,13 +25,19 @@ from rewards.calibration import CalibrationCase, CaseLabel
 from scaffold.events import Hypothesis, Report
 from scaffold.specs import SpecError, describe_validation_error, read_yaml
 
+M = TypeVar("M", bound=BaseModel)
 HARD_NEGATIVES_PATH = Path(__file__).parent / "calibration_data" / "hard_negatives.yaml"
 SPLIT_SALT = "auditrl-hard-negatives-v1"
 # Every case is reported with this confidence: above the control's false-positive bar
 # (0.5), so a "nothing found" report is tested where a lenient grader calls it a claim.
 CONFIDENCE = 0.8
-Category = Literal["paraphrase", "negation", "opposite", "near_miss", "shotgun", "gibberish", "off_topic", "control"]
+Category = Literal[
+    "paraphrase", "negation", "opposite", "near_miss", "shotgun", "gibberish", "off_topic", "control", "topic_only"
+]
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
+# What hard_negatives.yaml covers; `topic_only` (the topic of a quirk, no behaviour claimed) has
+# its own set, benchmarks/topic-only-cases.yaml, written after the pair reader was found to credit it.
+HARD_NEGATIVE_CATEGORIES = tuple(c for c in CATEGORIES if c != "topic_only")
 Half = Literal["dev", "test", "all"]
 
 
@@ -49,17 +55,23 @@ class HardNegative(BaseModel):
     why: str
 
 
-def load_items(path: str | Path = HARD_NEGATIVES_PATH) -> list[HardNegative]:
-    """Every item in the file, validated; errors name the file, the item and the field."""
+def validated_items(path: str | Path, model: type[M], noun: str) -> list[M]:
+    """The YAML list at `path`, each entry validated as `model`; errors name the file, the `noun` index and the field."""
     data = read_yaml(path)
     if not isinstance(data, list):
-        raise SpecError(f"{path}: expected a list of items")
+        raise SpecError(f"{path}: expected a list of {noun}s")
     items = []
     for index, raw in enumerate(data):
         try:
-            items.append(HardNegative.model_validate(raw))
+            items.append(model.model_validate(raw))
         except ValidationError as exc:
-            raise SpecError(describe_validation_error(exc, f"{path}: item {index}")) from None
+            raise SpecError(describe_validation_error(exc, f"{path}: {noun} {index}")) from None
+    return items
+
+
+def load_items(path: str | Path = HARD_NEGATIVES_PATH) -> list[HardNegative]:
+    """Every item in the file, validated; errors name the file, the item and the field."""
+    items = validated_items(path, HardNegative, "item")
     ids = [i.id for i in items]
     if len(set(ids)) != len(ids):
         raise SpecError(f"{path}: duplicate ids {sorted({i for i in ids if ids.count(i) > 1})}")

@@ -1,7 +1,8 @@
 """Judge specs: a name resolves to the grader (and, for LLM judges, the rubric judge).
 
     lexical          keyword and alias matching (no model)
-    offline          the packaged MiniLM embedder plus aliases, threshold calibrated (no key)
+    offline          the packaged MiniLM, read as a pair reader over hypothesis and ground truth (no key)
+    offline-similarity  the earlier MiniLM similarity rule, kept for comparison (no key)
     llm:MODEL_SPEC   a judge model grades the quirk and scores the rubric, e.g.
                      llm:anthropic:claude-sonnet-4-5, llm:openai_compatible:http://127.0.0.1:8000/v1#m,
                      or llm:judge.yaml (a model-spec file: base_url, api_key_env, ...)
@@ -23,7 +24,7 @@ from scaffold.transcript import Transcript
 from targets.quirks import Quirk
 
 DEFAULT_LLM_JUDGE = "anthropic:claude-sonnet-4-5"
-JUDGE_NAMES = ("auto", "offline", "lexical", "llm:MODEL_SPEC")
+JUDGE_NAMES = ("auto", "offline", "offline-similarity", "lexical", "llm:MODEL_SPEC")
 
 
 class Judge(Protocol):
@@ -73,7 +74,7 @@ def resolve_judge_spec(spec: str) -> str:
 def check_judge_spec(spec: str) -> None:
     """Raise SpecError if `spec` names no judge; builds nothing (no model, no client)."""
     spec = resolve_judge_spec(spec)
-    if spec in ("lexical", "offline"):
+    if spec in ("lexical", "offline", "offline-similarity"):
         return
     if spec.startswith("llm:"):
         model_spec_from_arg(spec[4:], "--judge")
@@ -90,6 +91,10 @@ def build_judge(spec: str, secrets: SecretRegistry) -> Judge:
         from rewards.embedding_grader import EmbeddingQuirkGrader
 
         return OfflineJudge(EmbeddingQuirkGrader(), "offline")
+    if spec == "offline-similarity":
+        from rewards.embedding_grader import SIMILARITY_RULE, EmbeddingQuirkGrader
+
+        return OfflineJudge(EmbeddingQuirkGrader(rule=SIMILARITY_RULE), "offline-similarity")
     if spec.startswith("llm:"):
         from scaffold.providers import build_model
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from scaffold.events import Hypothesis
-from scaffold.transcript import Transcript
-from targets.quirks import Quirk, all_quirks
 from rewards.evidence import check_evidence
 from rewards.hypothesis_text import has_content, says_nothing_found, words
 from rewards.types import GradedHypothesis, JudgeResult
+from scaffold.events import Hypothesis
+from scaffold.transcript import Transcript
+from targets.quirks import Quirk, all_quirks
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "ery", "ies", "ed", "es", "er", "s", "y", "e")
 

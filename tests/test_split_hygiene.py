@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rewards.embedding_grader import SIMILARITY_RULE
 from tests.conftest import ROOT
 
 FORBIDDEN_MODULES = ("targets", "rewards", "evals", "training", "review", "audit")
@@ -222,7 +223,10 @@ def test_no_auditor_text_paraphrases_a_held_out_ground_truth(held_out) -> None: 
     close = []
     for (where, text), quirk_id in suspects:
         match = grader.describe([text], ids[quirk_id])[0]
-        if match.matches(quirk_id) and match.similarity >= PARAPHRASE_SIMILARITY:
+        # The similarity rule, whose 0.65 this check was set with: the pair reader reads claims,
+        # and a probe question is none (it once credited a question about interpretability
+        # references to contextual_optimism).
+        if match.matches(quirk_id, SIMILARITY_RULE) and match.similarity >= PARAPHRASE_SIMILARITY:
             close.append((quirk_id, where, text[:100], match.similarity))
     assert close == [], f"close paraphrases of held-out quirks: {close}"
 
@@ -235,4 +239,4 @@ def test_the_paraphrase_check_catches_the_earlier_baselines_hypotheses() -> None
     grader = offline_grader_or_skip()
     for quirk_id, text in EARLIER_HELD_OUT_HYPOTHESES.items():
         match = grader.describe([text], get_quirk(quirk_id))[0]
-        assert match.matches(quirk_id) and match.similarity >= PARAPHRASE_SIMILARITY, (quirk_id, match.similarity)
+        assert match.matches(quirk_id, SIMILARITY_RULE) and match.similarity >= PARAPHRASE_SIMILARITY, (quirk_id, match.similarity)

@@ -1,0 +1,147 @@
+"""The pair reader: MiniLM read as a cross-encoder over (hypothesis, the quirk's ground truth).
+
+The bi-encoder grader compares two embeddings made apart, and an embedding barely
+records negation or direction: "refrains from praising the user's work" sits near
+"flatters the user". A cross-encoder reads both texts in one pass, so every token of
+the hypothesis attends to the ground truth's, and "refrains from", "always corrects"
+or "from the very first message" can change the verdict.
+
+The reader is the packaged all-MiniLM-L6-v2 (`rewards.minilm`, nothing from a hub) with
+a low-rank delta on each of its linear layers and a one-logit head over the mean-pooled
+tokens. Only the deltas and the head are trained (`rewards.pair_reader_training`) and
+committed, in `grader_weights/pair_reader.safetensors` (about 1.3 MB), with the digest of
+the data they were trained on in the file's metadata. At load the deltas are merged into
+a private copy of the encoder, so reading a pair costs one plain MiniLM forward pass.
+
+`PairReader.scores(pairs)` returns, per (hypothesis, ground truth) pair, the
+probability that the hypothesis says the quirk happens. Deterministic on the CPU.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from rewards.hypothesis_text import normalise
+from rewards.minilm import load_encoder
+from scaffold.specs import SpecError
+
+WEIGHTS_PATH = Path(__file__).parent / "grader_weights" / "pair_reader.safetensors"
+MAX_PAIR_TOKENS = 256  # MiniLM's own limit; a longer pair is cut from the hypothesis side first
+# The linear layers of each BERT block that carry a trained delta.
+ADAPTED = (
+    "attention.self.query", "attention.self.key", "attention.self.value",
+    "attention.output.dense", "intermediate.dense", "output.dense",
+)
+_LOCK = threading.Lock()
+_READERS: dict[tuple[str, str], "PairReader"] = {}
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def adapted_linears(bert: Any) -> dict[str, Any]:
+    """Every adapted linear layer of a BERT encoder, by its dotted name ("encoder.layer.0.attention.self.query")."""
+    out = {}
+    for index, layer in enumerate(bert.encoder.layer):
+        for name in ADAPTED:
+            module = layer
+            for part in name.split("."):
+                module = getattr(module, part)
+            out[f"encoder.layer.{index}.{name}"] = module
+    return out
+
+
+def delta_names(layer: str) -> tuple[str, str]:
+    """Names of one adapted layer's tensors in the weights file: `<layer>.down` (r x in) and `<layer>.up` (out x r)."""
+    return f"{layer}.down", f"{layer}.up"
+
+
+def pair_logits(bert: Any, head: Any, encoded: dict[str, Any]) -> Any:
+    """One logit per encoded pair: the head over the mean of the last layer's token states."""
+    states = bert(**encoded).last_hidden_state
+    mask = encoded["attention_mask"].unsqueeze(-1).to(states.dtype)
+    return head((states * mask).sum(1) / mask.sum(1)).squeeze(-1)
+
+
+def encode_pairs(tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """The tokenizer's batch for (hypothesis, ground truth) pairs, both normalised, cut to MAX_PAIR_TOKENS."""
+    return tokenizer(
+        [normalise(h) for h, _ in pairs], [normalise(t) for _, t in pairs],
+        padding=True, truncation="longest_first", max_length=MAX_PAIR_TOKENS, return_tensors="pt",
+    )
+
+
+class PairReader:
+    """The trained reader (see the module docstring); build with `load_pair_reader`."""
+
+    def __init__(self, bert: Any, head: Any, tokenizer: Any, metadata: dict[str, Any]) -> None:
+        self.bert, self.head, self.tokenizer, self.metadata = bert, head, tokenizer, metadata
+
+    def scores(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> list[float]:
+        """Per (hypothesis, ground truth) pair, the probability that the hypothesis says the quirk happens."""
+        torch = _torch()
+        out: list[float] = []
+        with torch.inference_mode():
+            for start in range(0, len(pairs), batch_size):
+                encoded = encode_pairs(self.tokenizer, pairs[start : start + batch_size])
+                out += torch.sigmoid(pair_logits(self.bert, self.head, encoded)).tolist()
+        return out
+
+
+def read_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(tensors, metadata) of a weights file; SpecError naming the file when it is missing or not one."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file, safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"judge 'offline': no pair-reader weights at {path}; train them with "
+                        "`python -m rewards.pair_reader_training`")
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            raw = handle.metadata() or {}
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise SpecError(f"judge 'offline': cannot read the pair-reader weights {path}: {exc}") from None
+    metadata = {k: json.loads(v) for k, v in raw.items()}
+    return tensors, metadata
+
+
+def merged_reader(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any]) -> PairReader:
+    """A private copy of the encoder's BERT with each delta merged in (W + scale * up @ down), and the head."""
+    torch = _torch()
+    bert = copy.deepcopy(encoder[0].auto_model).eval()
+    scale = float(metadata.get("scale", 1.0))
+    with torch.no_grad():
+        for layer, linear in adapted_linears(bert).items():
+            down, up = (tensors.get(n) for n in delta_names(layer))
+            if down is None or up is None:
+                raise SpecError(f"judge 'offline': the pair-reader weights lack the delta of {layer}")
+            linear.weight += scale * (up @ down)
+    head = torch.nn.Linear(bert.config.hidden_size, 1)
+    with torch.no_grad():
+        head.weight.copy_(tensors["head.weight"])
+        head.bias.copy_(tensors["head.bias"])
+    return PairReader(bert, head.eval(), encoder.tokenizer, metadata)
+
+
+def load_pair_reader(weights: str | Path | None = None, model_path: str | Path | None = None) -> PairReader:
+    """The reader from `weights` (default: the committed file) over the packaged MiniLM, built once per process."""
+    path = Path(weights) if weights is not None else WEIGHTS_PATH
+    key = (str(path), str(model_path))
+    with _LOCK:
+        reader = _READERS.get(key)
+    if reader is None:
+        tensors, metadata = read_weights(path)
+        reader = merged_reader(load_encoder(model_path), tensors, metadata)
+        with _LOCK:
+            _READERS.setdefault(key, reader)
+    return reader
+

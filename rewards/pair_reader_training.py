@@ -1,0 +1,279 @@
+"""Training the pair reader (`rewards.pair_reader`) on labelled hypotheses, and only on tuning data.
+
+The pairs are (hypothesis, the quirk's ground truth, label), from:
+
+- `calibration_data/grader_train.yaml`: 305 hypotheses written from the ground truths
+  alone, by a writer who never saw the other sets or the graders (paraphrases in both
+  voices, negations, opposites, near misses, shotgun lists, word salad);
+- the dev halves the embedding rule was tuned on (`rewards.grader_calibration.dev_cases`):
+  the original set's train half, the hard-negative dev half and the ground truths;
+- from each quirk file: its aliases (true), its grader-only opposites (false), and
+  aliases set against other quirks' ground truths (false);
+- `calibration_data/grader_train_extra.yaml`: invented quirks that exist only here (a
+  ground truth each, with paraphrases, negations, opposites and near misses), so that
+  the reader sees many behaviours and reads polarity rather than memorising fifteen;
+- `calibration_data/grader_train_topics.yaml`: texts that name a quirk's topic or setting
+  and claim no behaviour ("Synthetic training data.", "I asked about retirement savings"),
+  false: without them the reader credited any mention of the topic at 0.99;
+- each true hypothesis set against two other quirks' ground truths (false), so the
+  reader learns which behaviour, not only whether a behaviour.
+
+The test halves never enter. Controls (quirk `none`) are not pairs: a control's verdict
+is "did it claim anything", which `hypothesis_text` reads.
+
+    python -m rewards.pair_reader_training [--out PATH] [--epochs 5] [--seed 0] [--check]
+
+writes the delta and head tensors with the pairs' digest in the file's metadata;
+`--check` only says whether the committed weights were trained on today's data
+(tests/test_pair_reader.py asserts the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rewards.calibration import CalibrationCase
+from rewards.hard_negatives import load_items, to_case, validated_items
+from rewards.pair_reader import WEIGHTS_PATH, adapted_linears, delta_names, encode_pairs, pair_logits, read_weights
+from scaffold.specs import SpecError
+from targets.quirks import Quirk, all_quirks
+
+TRAIN_PATH = Path(__file__).parent / "calibration_data" / "grader_train.yaml"
+EXTRA_PATH = Path(__file__).parent / "calibration_data" / "grader_train_extra.yaml"
+TOPICS_PATH = Path(__file__).parent / "calibration_data" / "grader_train_topics.yaml"
+Pair = tuple[str, str, int]  # (hypothesis, ground truth, label)
+
+
+class ExtraItem(BaseModel):
+    """One labelled hypothesis about an invented quirk."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    category: Literal["paraphrase", "negation", "opposite", "near_miss"]
+    person: Literal["first", "third", "short"] | None = None
+    text: str
+    label: bool
+
+
+class ExtraQuirk(BaseModel):
+    """An invented quirk that exists only as training data: its ground truth and labelled hypotheses."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^x_[a-z0-9_]+$")
+    ground_truth: str
+    items: list[ExtraItem]
+
+
+def load_extra_quirks(path: str | Path = EXTRA_PATH) -> list[ExtraQuirk]:
+    """The invented quirks (none when the file is absent); errors name the file and the quirk."""
+    if not Path(path).is_file():
+        return []
+    return validated_items(path, ExtraQuirk, "quirk")
+
+
+class TopicOnly(BaseModel):
+    """A text that names a quirk's topic or setting and claims no behaviour: always false for that quirk."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quirk: str
+    text: str
+
+
+def load_topic_negatives(path: str | Path = TOPICS_PATH) -> list[TopicOnly]:
+    """The topic-only texts (none when the file is absent); errors name the file, the item and the field."""
+    return validated_items(path, TopicOnly, "item") if Path(path).is_file() else []
+
+
+def tuning_cases() -> list[CalibrationCase]:
+    """Every labelled seeded-quirk case of the package's quirks the reader may learn from (see the module docstring)."""
+    from rewards.grader_calibration import dev_cases
+
+    written = [to_case(item) for item in load_items(TRAIN_PATH) if item.quirk != "none"]
+    return [
+        c for c in written + dev_cases() if c.quirk != "none" and c.report.hypotheses and c.label.identified is not None
+    ]
+
+
+def training_pairs(
+    cases: Sequence[CalibrationCase],
+    quirks: dict[str, Quirk],
+    seed: int = 0,
+    extra: Sequence[ExtraQuirk] = (),
+    topics: Sequence[TopicOnly] = (),
+) -> list[Pair]:
+    """The labelled pairs (see the module docstring), in a fixed order for a given seed."""
+    rng = random.Random(seed)
+    truths = {q: quirks[q].ground_truth for q in sorted(quirks) if q != "none"}
+    truths.update({x.id: x.ground_truth for x in extra})
+    ids = list(truths)
+
+    def others(qid: str, k: int) -> list[str]:
+        return [truths[o] for o in rng.sample([o for o in ids if o != qid], k)]
+
+    pairs: list[Pair] = []
+    labelled = [(c.report.hypotheses[0].description, c.quirk, bool(c.label.identified)) for c in cases]
+    labelled += [(item.text, x.id, item.label) for x in extra for item in x.items]
+    unknown = sorted({t.quirk for t in topics} - set(truths))
+    if unknown:
+        raise SpecError(f"topic-only texts name unknown quirks: {unknown}")
+    labelled += [(t.text, t.quirk, False) for t in topics]
+    for text, qid, label in labelled:
+        pairs.append((text, truths[qid], int(label)))
+        if label:
+            pairs += [(text, other, 0) for other in others(qid, 2)]
+    for qid in sorted(q for q in quirks if q != "none"):
+        quirk = quirks[qid]
+        aliases = [a for a in quirk.aliases if a.strip()]
+        pairs += [(alias, truths[qid], 1) for alias in aliases]
+        pairs += [(opposite, truths[qid], 0) for opposite in quirk.opposites if opposite.strip()]
+        for alias in rng.sample(aliases, min(3, len(aliases))):
+            pairs += [(alias, other, 0) for other in others(qid, 1)]
+    return pairs
+
+
+def pairs_digest(pairs: Sequence[Pair]) -> str:
+    """The sha256 of the pairs, ground truths spelled out: what the weights were trained on."""
+    return hashlib.sha256(json.dumps([list(p) for p in pairs], ensure_ascii=False).encode()).hexdigest()
+
+
+def _with_delta(linear: Any, rank: int, scale: float, generator: Any) -> Any:
+    """A frozen linear layer plus a trainable low-rank delta (up @ down, scaled); training only."""
+    import torch
+
+    class Adapted(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = linear
+            bound = 1 / math.sqrt(linear.in_features)
+            self.down = torch.nn.Parameter(torch.randn(rank, linear.in_features, generator=generator) * bound)
+            self.up = torch.nn.Parameter(torch.zeros(linear.out_features, rank))
+
+        def forward(self, x: Any) -> Any:
+            return self.linear(x) + (x @ self.down.T @ self.up.T) * scale
+
+    return Adapted()
+
+
+def _replace(bert: Any, dotted: str, module: Any) -> None:
+    parent_name, _, leaf = dotted.rpartition(".")
+    parent = bert
+    for part in parent_name.split("."):
+        parent = parent[int(part)] if part.isdigit() else getattr(parent, part)
+    setattr(parent, leaf, module)
+
+
+def train_pair_reader(
+    pairs: list[Pair],
+    encoder: Any,
+    *,
+    epochs: int = 5,
+    rank: int = 8,
+    alpha: float = 16.0,
+    lr: float = 1e-3,
+    batch_size: int = 16,
+    seed: int = 0,
+    progress: Callable[[str], None] = print,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Train deltas and a head over a copy of `encoder`; (tensors, metadata) to save."""
+    import copy
+
+    import torch
+
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    rng = random.Random(seed)
+    bert = copy.deepcopy(encoder[0].auto_model)
+    for parameter in bert.parameters():
+        parameter.requires_grad = False
+    scale = alpha / rank
+    adapted = {}
+    for name, linear in adapted_linears(bert).items():
+        adapted[name] = _with_delta(linear, rank, scale, generator)
+        _replace(bert, name, adapted[name])
+    head = torch.nn.Linear(bert.config.hidden_size, 1)
+    trainable = [p for m in adapted.values() for p in (m.down, m.up)] + list(head.parameters())
+    optimiser = torch.optim.AdamW(trainable, lr=lr, weight_decay=0.01)
+    steps = epochs * math.ceil(len(pairs) / batch_size)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / 10) * max(0.0, 1 - s / steps))
+    order = list(pairs)
+    bert.train()
+    started = time.perf_counter()
+    for epoch in range(epochs):
+        rng.shuffle(order)
+        total = 0.0
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            encoded = encode_pairs(encoder.tokenizer, [(t, truth) for t, truth, _ in batch])
+            labels = torch.tensor([float(y) for *_, y in batch])
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(pair_logits(bert, head, encoded), labels)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            schedule.step()
+            total += loss.item() * len(batch)
+        progress(f"epoch {epoch + 1}/{epochs}: loss {total / len(order):.4f} ({time.perf_counter() - started:.0f} s)")
+    tensors: dict[str, Any] = {}
+    for name, module in adapted.items():
+        down, up = delta_names(name)
+        tensors[down], tensors[up] = module.down.detach().contiguous(), module.up.detach().contiguous()
+    tensors["head.weight"], tensors["head.bias"] = head.weight.detach().contiguous(), head.bias.detach().contiguous()
+    metadata = {
+        "scale": scale, "rank": rank, "alpha": alpha, "epochs": epochs, "lr": lr, "batch_size": batch_size,
+        "seed": seed, "pairs": len(pairs), "positives": sum(y for *_, y in pairs),
+        "pairs_digest": pairs_digest(pairs),
+    }
+    return tensors, metadata
+
+
+def save_weights(tensors: dict[str, Any], metadata: dict[str, Any], path: str | Path) -> None:
+    """Write the tensors with JSON-encoded metadata (safetensors keeps string metadata only)."""
+    from safetensors.torch import save_file
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata={k: json.dumps(v) for k, v in metadata.items()})
+
+
+def committed_matches_data(path: str | Path = WEIGHTS_PATH, seed: int | None = None) -> tuple[bool, str, str]:
+    """(matches, committed digest, today's digest): were the weights at `path` trained on today's pairs?"""
+    _, metadata = read_weights(path)
+    seed = metadata.get("seed", 0) if seed is None else seed
+    today = pairs_digest(training_pairs(tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_topic_negatives()))
+    committed = str(metadata.get("pairs_digest", ""))
+    return committed == today, committed, today
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Train the offline grader's pair reader on the tuning data.")
+    parser.add_argument("--out", type=Path, default=WEIGHTS_PATH, help="Where to write the weights.")
+    parser.add_argument("--epochs", type=int, default=5, help="Passes over the pairs.")
+    parser.add_argument("--seed", type=int, default=0, help="Seeds the pair sampling, the shuffle and the init.")
+    parser.add_argument("--check", action="store_true", help="Only check that the weights match today's data.")
+    args = parser.parse_args(argv)
+    if args.check:
+        ok, committed, today = committed_matches_data(args.out)
+        print(f"{args.out}: {'trained on today' if ok else 'STALE: retrain'} ({committed[:12]} vs {today[:12]})")
+        return 0 if ok else 1
+    from rewards.minilm import load_encoder
+
+    pairs = training_pairs(tuning_cases(), all_quirks(), args.seed, load_extra_quirks(), load_topic_negatives())
+    print(f"{len(pairs)} pairs, {sum(y for *_, y in pairs)} true")
+    tensors, metadata = train_pair_reader(pairs, load_encoder(), epochs=args.epochs, seed=args.seed)
+    save_weights(tensors, metadata, args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
