@@ -7,7 +7,8 @@ the other, both ways, and prints Cohen's kappa on `identified`:
 
 - the pair reader, trained on one body plus the invented quirks of
   `grader_train_extra.yaml` and the topic-only texts (same recipe as `rewards.pair_reader_training`), at
-  several thresholds, gated as the grader gates it (content, no shotgun list);
+  several thresholds, gated as the default rule gates it (content, no shotgun list, no
+  denying clause, no other quirk plainly nearer);
 - the similarity rule as committed (it was tuned on the dev halves), and tuned on the
   written set by the same grid search.
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import argparse
 
 from rewards.calibration import CalibrationCase, scores
-from rewards.embedding_grader import SIMILARITY_RULE, DescriptionMatch, EmbeddingQuirkGrader
+from rewards.embedding_grader import DEFAULT_RULE, SIMILARITY_RULE, DescriptionMatch, EmbeddingQuirkGrader
 from rewards.grader_calibration import coarse_then_fine, describe_cases, dev_cases, evaluate
 from rewards.hard_negatives import load_items, to_case
 from rewards.minilm import load_encoder
@@ -43,10 +44,9 @@ def seeded(cases: list[CalibrationCase]) -> list[CalibrationCase]:
     return [c for c in cases if c.quirk != "none" and c.report.hypotheses and c.label.identified is not None]
 
 
-def gate(match: DescriptionMatch | None) -> bool:
-    """What the grader asks beside the reader's probability: content and no shotgun list."""
-    rule = SIMILARITY_RULE
-    return match is not None and match.content and match.named_quirks(rule.shotgun_similarity) < rule.shotgun_quirks
+def gate(case: CalibrationCase, match: DescriptionMatch | None) -> bool:
+    """What the default rule asks beside the reader's probability (`DescriptionMatch.pair_gates`)."""
+    return match is not None and match.pair_gates(case.quirk, DEFAULT_RULE)
 
 
 def pair_kappas(fit: list[CalibrationCase], read: list[CalibrationCase], epochs: int) -> dict[float, float]:
@@ -55,7 +55,7 @@ def pair_kappas(fit: list[CalibrationCase], read: list[CalibrationCase], epochs:
     tensors, metadata = train_pair_reader(training_pairs(fit, quirks, extra=load_extra_quirks(), topics=load_topic_negatives()), encoder, epochs=epochs)
     reader = merged_reader(encoder, tensors, metadata)
     probabilities = reader.scores([(c.report.hypotheses[0].description, quirks[c.quirk].ground_truth) for c in read])
-    gates = dict((c.id, gate(m)) for c, m in describe_cases(read, EmbeddingQuirkGrader(rule=SIMILARITY_RULE)))
+    gates = {c.id: gate(c, m) for c, m in describe_cases(read, EmbeddingQuirkGrader(rule=SIMILARITY_RULE))}
     truth = [bool(c.label.identified) for c in read]
     return {
         t: scores(truth, [p >= t and gates[c.id] for c, p in zip(read, probabilities)])["kappa"] for t in THRESHOLDS
