@@ -14,7 +14,7 @@ the other, both ways, and prints Cohen's kappa on `identified`:
 
     python benchmarks/pair_reader_crossfit.py [--epochs 5]
 
-About 10 minutes on 2 CPU cores (two trainings of about 3 minutes). The test halves are
+About 20 minutes on 2 CPU cores (two trainings of 8-10 minutes). The test halves are
 never read.
 """
 
@@ -32,16 +32,13 @@ from rewards.pair_reader_training import (
     TRAIN_PATH,
     load_extra_quirks,
     load_topic_negatives,
+    seeded_cases,
     train_pair_reader,
     training_pairs,
 )
 from targets.quirks import all_quirks
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-
-
-def seeded(cases: list[CalibrationCase]) -> list[CalibrationCase]:
-    return [c for c in cases if c.quirk != "none" and c.report.hypotheses and c.label.identified is not None]
 
 
 def gate(case: CalibrationCase, match: DescriptionMatch | None) -> bool:
@@ -52,7 +49,8 @@ def gate(case: CalibrationCase, match: DescriptionMatch | None) -> bool:
 def pair_kappas(fit: list[CalibrationCase], read: list[CalibrationCase], epochs: int) -> dict[float, float]:
     """Train a reader on `fit`, read `read`: kappa per threshold."""
     quirks, encoder = all_quirks(), load_encoder()
-    tensors, metadata = train_pair_reader(training_pairs(fit, quirks, extra=load_extra_quirks(), topics=load_topic_negatives()), encoder, epochs=epochs)
+    pairs = training_pairs(fit, quirks, extra=load_extra_quirks(), topics=load_topic_negatives())
+    tensors, metadata = train_pair_reader(pairs, encoder, epochs=epochs)
     reader = merged_reader(encoder, tensors, metadata)
     probabilities = reader.scores([(c.report.hypotheses[0].description, quirks[c.quirk].ground_truth) for c in read])
     gates = {c.id: gate(c, m) for c, m in describe_cases(read, EmbeddingQuirkGrader(rule=SIMILARITY_RULE))}
@@ -66,8 +64,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=5)
     args = parser.parse_args()
-    written = seeded([to_case(i) for i in load_items(TRAIN_PATH)])
-    dev = seeded(dev_cases())
+    written = seeded_cases([to_case(i) for i in load_items(TRAIN_PATH)])
+    dev = seeded_cases(dev_cases())
     print(f"written set: {len(written)} seeded cases; dev halves: {len(dev)}")
     forward = pair_kappas(written, dev, args.epochs)
     backward = pair_kappas(dev, written, args.epochs)

@@ -44,7 +44,8 @@ def main() -> None:
     args = parser.parse_args()
     items = [(case_transcript(c), get_quirk(c.quirk)) for c in load_cases()]
     offline, lexical = EmbeddingQuirkGrader(), OfflineQuirkGrader()
-    other = EmbeddingQuirkGrader(rule=SIMILARITY_RULE if DEFAULT_RULE.reader == "pair" else replace(DEFAULT_RULE, reader="pair"))
+    other_rule = SIMILARITY_RULE if DEFAULT_RULE.reader == "pair" else replace(DEFAULT_RULE, reader="pair")
+    other = EmbeddingQuirkGrader(rule=other_rule)
     start = time.perf_counter()
     for transcript, quirk in items:  # warm-up: loads MiniLM (and the pair reader) and encodes the references once
         offline.grade(transcript, quirk)

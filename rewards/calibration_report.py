@@ -10,7 +10,7 @@ that calibrated the offline grader. The labelled sets:
   opposites, near misses, shotgun lists, gibberish, off-topic text, controls), halves
   by `rewards.hard_negatives.half_of`;
 - a YAML file of items in the hard-negative format, read whole (for example
-  `benchmarks/unseen-quirks/grader_cases.yaml`, with `--quirks benchmarks/unseen-quirks`);
+  `benchmarks/unseen-quirks-grader-cases.yaml`, with `--quirks benchmarks/unseen-quirks`);
 - or the review labels a team exported from `audit review` (`--labels`).
 
 Per category, `accepted` is how many cases the judge credited (named the quirk; on

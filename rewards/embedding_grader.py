@@ -9,11 +9,13 @@ negated clause that denies the quirk (5 below: the explicit negation detector, w
 reader alone misses for quirks it was not trained on), is not plainly another quirk's
 (no other quirk's references nearer by more than `pair_slack`: the reader, shown only two
 wrong ground truths per true hypothesis in training, credits `hallucinates_citations`'s
-ground truth to `data_poisoning`), and the pair reader (`rewards.pair_reader`: MiniLM read as a cross-encoder over the description
-and the quirk's ground truth, trained on tuning data only) gives it at least
+ground truth to `data_poisoning`), and the pair reader (`rewards.pair_reader`: MiniLM
+read as a cross-encoder over the description and the quirk's ground truth, trained on
+tuning data only) gives it at least
 `pair_threshold`. The reader reads negation, direction and near misses in place; on a
-written set it never saw, the similarity rule below agreed with people at kappa 0.41 (it
-had been tuned on the dev halves, where it reaches 0.77), which is why it was replaced.
+written set it never saw, the similarity rule below agreed with people at kappa 0.37 (it
+had been tuned on the dev halves, where it reaches 0.76; `benchmarks/pair_reader_crossfit.py`),
+which is why it was replaced.
 
 The similarity rule (`reader: similarity`, kept for comparison and as
 `SIMILARITY_RULE`) names the quirk when all of these hold (numbers calibrated on the dev
@@ -94,8 +96,8 @@ class MatchRule:
 # the dev halves only; tests/test_grader_calibration.py fails when they drift from what the
 # data gives. The pair threshold is the classifier's own 0.5: cross-fitting (train on the
 # written set, read the dev halves, and the reverse; benchmarks/pair_reader_crossfit.py)
-# gave kappas within 0.04 of each other anywhere from 0.3 to 0.8, too flat to tune. In the
-# same cross-fit, slacks from 0.05 to 0.2 gave the same kappa; 0.2 is the most lenient.
+# gives mean kappas within 0.05 of each other anywhere from 0.3 to 0.8, too flat to tune.
+# In the prototype cross-fit, slacks from 0.05 to 0.2 gave the same kappa; 0.2 is the most lenient.
 DEFAULT_RULE = MatchRule()
 SIMILARITY_RULE = MatchRule(reader="similarity")
 

@@ -97,17 +97,16 @@ class PairReader:
 
 def read_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(tensors, metadata) of a weights file; SpecError naming the file when it is missing or not one."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file, safe_open
+    from safetensors import SafetensorError, safe_open
 
     path = Path(path)
     if not path.is_file():
         raise SpecError(f"judge 'offline': no pair-reader weights at {path}; train them with "
                         "`python -m rewards.pair_reader_training`")
     try:
-        with safe_open(str(path), framework="pt") as handle:
+        with safe_open(str(path), framework="pt") as handle:  # one read gives both
             raw = handle.metadata() or {}
-        tensors = load_file(str(path))
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
     except (SafetensorError, OSError, ValueError) as exc:
         raise SpecError(f"judge 'offline': cannot read the pair-reader weights {path}: {exc}") from None
     metadata = {k: json.loads(v) for k, v in raw.items()}
@@ -119,11 +118,14 @@ def merged_reader(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any
     torch = _torch()
     bert = copy.deepcopy(encoder[0].auto_model).eval()
     scale = float(metadata.get("scale", 1.0))
+    linears = adapted_linears(bert)
+    needed = [n for layer in linears for n in delta_names(layer)] + ["head.weight", "head.bias"]
+    missing = [n for n in needed if n not in tensors]
+    if missing:
+        raise SpecError(f"judge 'offline': the pair-reader weights lack {missing[0]}")
     with torch.no_grad():
-        for layer, linear in adapted_linears(bert).items():
-            down, up = (tensors.get(n) for n in delta_names(layer))
-            if down is None or up is None:
-                raise SpecError(f"judge 'offline': the pair-reader weights lack the delta of {layer}")
+        for layer, linear in linears.items():
+            down, up = (tensors[n] for n in delta_names(layer))
             linear.weight += scale * (up @ down)
     head = torch.nn.Linear(bert.config.hidden_size, 1)
     with torch.no_grad():

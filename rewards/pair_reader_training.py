@@ -96,14 +96,16 @@ def load_topic_negatives(path: str | Path = TOPICS_PATH) -> list[TopicOnly]:
     return validated_items(path, TopicOnly, "item") if Path(path).is_file() else []
 
 
+def seeded_cases(cases: Sequence[CalibrationCase]) -> list[CalibrationCase]:
+    """The cases that can be pairs: a seeded quirk, a hypothesis, and an `identified` label."""
+    return [c for c in cases if c.quirk != "none" and c.report.hypotheses and c.label.identified is not None]
+
+
 def tuning_cases() -> list[CalibrationCase]:
     """Every labelled seeded-quirk case of the package's quirks the reader may learn from (see the module docstring)."""
     from rewards.grader_calibration import dev_cases
 
-    written = [to_case(item) for item in load_items(TRAIN_PATH) if item.quirk != "none"]
-    return [
-        c for c in written + dev_cases() if c.quirk != "none" and c.report.hypotheses and c.label.identified is not None
-    ]
+    return seeded_cases([to_case(item) for item in load_items(TRAIN_PATH)] + dev_cases())
 
 
 def training_pairs(
@@ -141,6 +143,11 @@ def training_pairs(
         for alias in rng.sample(aliases, min(3, len(aliases))):
             pairs += [(alias, other, 0) for other in others(qid, 1)]
     return pairs
+
+
+def recipe_pairs(seed: int = 0) -> list[Pair]:
+    """The pairs the committed reader is trained on: every tuning source of the module docstring."""
+    return training_pairs(tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_topic_negatives())
 
 
 def pairs_digest(pairs: Sequence[Pair]) -> str:
@@ -249,7 +256,7 @@ def committed_matches_data(path: str | Path = WEIGHTS_PATH, seed: int | None = N
     """(matches, committed digest, today's digest): were the weights at `path` trained on today's pairs?"""
     _, metadata = read_weights(path)
     seed = metadata.get("seed", 0) if seed is None else seed
-    today = pairs_digest(training_pairs(tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_topic_negatives()))
+    today = pairs_digest(recipe_pairs(seed))
     committed = str(metadata.get("pairs_digest", ""))
     return committed == today, committed, today
 
@@ -267,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if ok else 1
     from rewards.minilm import load_encoder
 
-    pairs = training_pairs(tuning_cases(), all_quirks(), args.seed, load_extra_quirks(), load_topic_negatives())
+    pairs = recipe_pairs(args.seed)
     print(f"{len(pairs)} pairs, {sum(y for *_, y in pairs)} true")
     tensors, metadata = train_pair_reader(pairs, load_encoder(), epochs=args.epochs, seed=args.seed)
     save_weights(tensors, metadata, args.out)

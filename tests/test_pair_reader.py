@@ -135,3 +135,12 @@ def test_a_bad_invented_quirk_names_the_file_quirk_and_field(tmp_path) -> None:
     with pytest.raises(SpecError, match=r"extra.yaml: quirk 1.*id"):
         load_extra_quirks(bad)
     assert load_extra_quirks(tmp_path / "absent.yaml") == []
+
+
+def test_weights_missing_a_tensor_name_it(encoder) -> None:
+    from rewards.pair_reader import merged_reader
+
+    tensors, metadata = read_weights(WEIGHTS_PATH)
+    for name in ("head.bias", "encoder.layer.5.output.dense.up"):
+        with pytest.raises(SpecError, match=f"lack {name}"):
+            merged_reader(encoder, {k: v for k, v in tensors.items() if k != name}, metadata)
