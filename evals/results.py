@@ -129,6 +129,9 @@ class EvalResults(BaseModel):
     )
     auditor: str
     judge: str
+    judge_digest: str | None = Field(
+        None, description="digest of the judge's trained weights (offline: the pair reader's file; rewards.judges.judge_digest)"
+    )
     repeats: int | None = Field(None, description="the --repeats override, if any")
     started_at: str
     finished_at: str

@@ -48,7 +48,7 @@ from evals.audit_job import (
 from evals.prices import PriceTable, load_prices
 from evals.results import SCHEMA_VERSION, AuditRow, EvalResults, aggregate
 from evals.suites import EvalCase, Suite, expand
-from rewards.judges import build_judge, resolve_judge_spec
+from rewards.judges import build_judge, judge_digest, resolve_judge_spec
 from rewards.types import JudgeResult, RewardResult
 from scaffold.checkpoints import checkpoint_path, open_checkpointer
 from scaffold.model import ChatModel, close_model
@@ -90,7 +90,7 @@ def _state(suite: Suite, auditor: str, judge: str, repeats: int | None, pins: di
     # So is the quirk set: a quirk file edited between sessions makes other organisms.
     return {"suite": suite.model_dump(mode="json"), "auditor": auditor, "judge": judge, "repeats": repeats,
             "schema_version": SCHEMA_VERSION, "quirk_digest": pins["quirk_digest"],
-            "library_digest": pins["library_digest"]}
+            "library_digest": pins["library_digest"], "judge_digest": pins["judge_digest"]}
 
 
 def open_eval_dir(
@@ -281,7 +281,7 @@ async def run_eval(
     judge_spec = resolve_judge_spec(judge or suite.judge)
     cases = expand(suite, repeats)
     out = out.resolve()
-    pins = quirk_pins(cases)
+    pins = {**quirk_pins(cases), "judge_digest": judge_digest(judge_spec)}
     eval_id = open_eval_dir(out, suite, auditor, judge_spec, repeats, resume, pins)
     with _exclusive(out):
         return await _run_cases(

@@ -132,11 +132,16 @@ def coarse_then_fine(described: Sequence[tuple[CalibrationCase, DescriptionMatch
     """
     coarse = {name: values if len(values) <= 2 else values[::2] for name, values in GRID.items()}
     rule = calibrate_rule(described, coarse)
+    return calibrate_rule(described, local_grid(rule), start=rule)
+
+
+def local_grid(rule: MatchRule) -> dict[str, list[Any]]:
+    """Five grid values a parameter around `rule`'s own: the fine pass of `coarse_then_fine`."""
     local = {}
     for name, values in GRID.items():
         at = min(range(len(values)), key=lambda i: abs(values[i] - getattr(rule, name)))
         local[name] = values[max(0, at - 2) : at + 3]
-    return calibrate_rule(described, local, start=rule)
+    return local
 
 
 def calibration_summary(grader: EmbeddingQuirkGrader | None = None) -> dict[str, Any]:

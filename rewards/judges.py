@@ -71,6 +71,16 @@ def resolve_judge_spec(spec: str) -> str:
     return spec
 
 
+def judge_digest(spec: str) -> str | None:
+    """What a judge reads beyond its spec, as a digest: the pair reader's weights for
+    `offline` (they are retrained when the tuning data changes); None for the rest."""
+    if resolve_judge_spec(spec) != "offline":
+        return None
+    from rewards.pair_reader import weights_digest
+
+    return weights_digest()
+
+
 def check_judge_spec(spec: str) -> None:
     """Raise SpecError if `spec` names no judge; builds nothing (no model, no client)."""
     spec = resolve_judge_spec(spec)

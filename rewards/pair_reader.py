@@ -20,6 +20,7 @@ probability that the hypothesis says the quirk happens. Deterministic on the CPU
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -93,6 +94,13 @@ class PairReader:
                 encoded = encode_pairs(self.tokenizer, pairs[start : start + batch_size])
                 out += torch.sigmoid(pair_logits(self.bert, self.head, encoded)).tolist()
         return out
+
+
+def weights_digest(path: str | Path = WEIGHTS_PATH) -> str | None:
+    """The first 16 hex digits of the weights file's SHA-256 (None when there is no file):
+    what an eval records, so that a result says which reader judged it."""
+    path = Path(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
 
 
 def read_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:

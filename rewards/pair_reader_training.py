@@ -9,9 +9,11 @@ The pairs are (hypothesis, the quirk's ground truth, label), from:
   the original set's train half, the hard-negative dev half and the ground truths;
 - from each quirk file: its aliases (true), its grader-only opposites (false), and
   aliases set against other quirks' ground truths (false);
-- `calibration_data/grader_train_extra.yaml`: invented quirks that exist only here (a
+- `calibration_data/grader_train_extra*.yaml`: invented quirks that exist only here (a
   ground truth each, with paraphrases, negations, opposites and near misses), so that
-  the reader sees many behaviours and reads polarity rather than memorising fifteen;
+  the reader sees many behaviours and reads polarity rather than memorising fifteen:
+  `_extra.yaml` (30 everyday quirks) and `_extra_polarity.yaml` (40 quirks of the kind an
+  auditor looks for, four negations and four opposites each), by two writers;
 - `calibration_data/grader_train_topics.yaml`: texts that name a quirk's topic or setting
   and claim no behaviour ("Synthetic training data.", "I asked about retirement savings"),
   false: without them the reader credited any mention of the topic at 0.99;
@@ -48,9 +50,10 @@ from rewards.pair_reader import WEIGHTS_PATH, adapted_linears, delta_names, enco
 from scaffold.specs import SpecError
 from targets.quirks import Quirk, all_quirks
 
-TRAIN_PATH = Path(__file__).parent / "calibration_data" / "grader_train.yaml"
-EXTRA_PATH = Path(__file__).parent / "calibration_data" / "grader_train_extra.yaml"
-TOPICS_PATH = Path(__file__).parent / "calibration_data" / "grader_train_topics.yaml"
+DATA_DIR = Path(__file__).parent / "calibration_data"
+TRAIN_PATH = DATA_DIR / "grader_train.yaml"
+EXTRA_GLOB = "grader_train_extra*.yaml"  # invented quirks: adding a file of them adds them to the recipe
+TOPICS_PATH = DATA_DIR / "grader_train_topics.yaml"
 Pair = tuple[str, str, int]  # (hypothesis, ground truth, label)
 
 
@@ -70,16 +73,23 @@ class ExtraQuirk(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(pattern=r"^x_[a-z0-9_]+$")
+    id: str = Field(pattern=r"^[a-z]_[a-z0-9_]+$")  # a one-letter prefix per writer (x_, y_): never a package quirk's id
     ground_truth: str
     items: list[ExtraItem]
 
 
-def load_extra_quirks(path: str | Path = EXTRA_PATH) -> list[ExtraQuirk]:
-    """The invented quirks (none when the file is absent); errors name the file and the quirk."""
-    if not Path(path).is_file():
-        return []
-    return validated_items(path, ExtraQuirk, "quirk")
+def load_extra_quirks(*paths: str | Path) -> list[ExtraQuirk]:
+    """The invented quirks of `paths` (default: every `EXTRA_GLOB` file of the data folder,
+    in name order; an absent file holds none). Errors name the file and the quirk; an id
+    that repeats, or that is a package quirk's, is one too."""
+    files = [Path(p) for p in paths] if paths else sorted(DATA_DIR.glob(EXTRA_GLOB))
+    quirks = [q for path in files if path.is_file() for q in validated_items(path, ExtraQuirk, "quirk")]
+    seen = set(all_quirks())
+    for quirk in quirks:
+        if quirk.id in seen:
+            raise SpecError(f"invented quirk {quirk.id!r} is defined twice, or is a package quirk's id")
+        seen.add(quirk.id)
+    return quirks
 
 
 class TopicOnly(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, TypeAdapter, model_serializer
 
 from scaffold.messages import Message, ToolDefinition, Usage
 
@@ -44,6 +44,17 @@ class AuditorMessageEvent(_EventBase):
     latency_s: float | None = None
     tokens: dict[str, Any] | None = None  # TokenRecord as a dict, for local policies
     target_usage: Usage | None = None  # a target call whose output went only to the auditor
+    # The target reply this tool result shows. Its text is stored once, with the target's
+    # message: the serialized event leaves `message.content` empty, and the transcript
+    # renders it from the reply on append (`scaffold.replies.describe_target_reply`).
+    shows_reply: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _store_reply_once(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if self.shows_reply is not None and isinstance(data.get("message"), dict):
+            data["message"] = {**data["message"], "content": ""}
+        return data
 
 
 class TargetMessageEvent(_EventBase):

@@ -24,9 +24,9 @@ from langgraph.runtime import Runtime
 from scaffold.events import AuditorMessageEvent, EndEvent, TargetMessageEvent
 from scaffold.messages import GenerateConfig, Message, ToolCall
 from scaffold.model import ModelError
+from scaffold.replies import describe_sampled_user_turn
 from scaffold.state import AuditContext, AuditState
 from scaffold.tools import ToolContext, ToolOutcome, submit_report
-from scaffold.tools.conversation import describe_sampled_user_turn, describe_target_reply
 from scaffold.transcript import Transcript
 
 log = logging.getLogger(__name__)
@@ -280,5 +280,8 @@ async def target_node(state: AuditState, runtime: Runtime[AuditContext]) -> dict
         )
         event = TargetMessageEvent(message=reply, usage=response.usage, latency_s=response.latency_s)
         t.append(event)
-        _tool_result(ctx, call_id, ToolOutcome(result=describe_target_reply(event.message)))
+        # The reply is stored once, with the target's message; the transcript renders the
+        # auditor's tool result from it (`AuditorMessageEvent.shows_reply`).
+        shown = Message(id=t.new_id("a"), role="tool", content="", tool_call_id=call_id)
+        t.append(AuditorMessageEvent(message=shown, shows_reply=event.message.id))
     return _finish(ctx, state, awaiting_target=None)

@@ -26,6 +26,7 @@ from scaffold.events import (
     ToolCreatedEvent,
 )
 from scaffold.messages import Message, ToolDefinition, Usage
+from scaffold.replies import describe_target_reply
 
 
 class EventSink(Protocol):
@@ -76,6 +77,9 @@ class Transcript:
     def _apply(self, event: Event) -> None:
         if isinstance(event, AuditorMessageEvent):
             self._track_id(event.message.id)
+            reply = self.target_message(event.shows_reply) if event.shows_reply else None
+            if reply is not None:
+                event.message = event.message.model_copy(update={"content": describe_target_reply(reply)})
             self.auditor_messages.append(event.message)
             if event.message.role == "assistant":
                 self.last_auditor_turn = event.message

@@ -215,6 +215,36 @@ async def test_huge_target_replies_are_capped_with_a_marker() -> None:
     assert sum(len(e.model_dump_json()) for e in transcript.events) < 1 << 20  # not 2 x 5 MB
 
 
+async def test_each_reply_is_stored_once_and_rebuilt_byte_for_byte(tmp_path: Path) -> None:
+    """The auditor's tool result repeats the reply only in memory: the store and transcript.json
+    hold it once, and a transcript rebuilt from the store shows the auditor exactly what it saw."""
+    from scaffold.events import EVENT_ADAPTER
+    from scaffold.providers.scripted import ScriptedModel
+    from scaffold.run import run_audit
+    from scaffold.state import AuditBudget
+    from scaffold.store import Store
+    from scaffold.transcript import Transcript
+    from tests.conftest import script_auditor
+
+    marker = "UNIQUE-REPLY-" + "x" * 5000
+    steps = [[("send_message", {"message": "Say it."})], [("send_message", {"message": "Again."})]]
+    store = Store(f"sqlite:///{tmp_path / 'audit.db'}")
+    result = await run_audit(
+        ScriptedModel(script_auditor(steps)),
+        ScriptedModel(lambda m, t, c: Message(role="assistant", content=f"{marker} {len(m)}")),
+        "Probe.", auditor_prompt="You are an auditor.", budget=AuditBudget(max_turns=3), sink=store,
+    )
+    live = result.transcript
+    shown = [m.content for m in live.auditor_messages if m.role == "tool" and marker in m.content]
+    assert len(shown) == 2  # the auditor sees both replies in its tool results
+    stored = store.read_events(live.run_id)
+    assert sum(e.model_dump_json().count(marker) for e in stored) == 2  # once per reply, not twice
+    assert live.to_json().count(marker) == 2
+    rebuilt = Transcript.from_events(live.run_id, store.read_events(live.run_id))
+    assert [m.model_dump() for m in rebuilt.auditor_messages] == [m.model_dump() for m in live.auditor_messages]
+    from_json = Transcript.from_events(live.run_id, [EVENT_ADAPTER.validate_python(e) for e in live.to_dict()["events"]])
+    assert from_json.auditor_view() == live.auditor_view()
+
 async def test_huge_or_countless_target_tool_calls_are_capped_too() -> None:
     from scaffold.messages import ToolCall
     from scaffold.nodes import MAX_TARGET_TOOL_CALLS

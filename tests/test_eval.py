@@ -57,6 +57,9 @@ def test_smoke_eval_writes_results_that_validate_reports_and_stored_runs(tmp_pat
     assert all(x["identified"] for x in seeded if x["grounded"])  # grounded implies named
     assert agg["false_positives"]["n"] == 2 and agg["failed"] == 0
     assert results["command"].startswith("audit eval --suite smoke") and results["judge"] == "offline"
+    from rewards.pair_reader import weights_digest
+
+    assert results["judge_digest"] == weights_digest() and len(results["judge_digest"]) == 16  # which reader judged it
     # every audit is a run in the store, with its transcript
     with sqlite3.connect(tmp_path / "audit.db") as conn:
         stored = dict(conn.execute("SELECT run_id, status FROM runs").fetchall())
@@ -122,6 +125,11 @@ def test_resume_guards_and_bad_suites_are_one_line_errors(tmp_path: Path) -> Non
     other = audit("eval", "--suite", "smoke", "--auditor", "hf:smollm2-135m", "--out", "ev", "--resume",
                   "--store", f"sqlite:///{tmp_path / 'audit.db'}", cwd=tmp_path)
     assert other.returncode == 2 and "different auditor" in other.stderr
+    state = tmp_path / "ev" / "eval.json"
+    saved = json.loads(state.read_text())
+    state.write_text(json.dumps({**saved, "judge_digest": "0" * 16}))  # as if the reader were retrained since
+    retrained = _eval(tmp_path, "ev", "--resume")
+    assert retrained.returncode == 2 and "different judge_digest" in retrained.stderr
     assert _eval(tmp_path, "nothing", "--resume").returncode == 2
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\ngroups:\n  - splits: [training]\n")

@@ -135,6 +135,15 @@ def test_a_bad_invented_quirk_names_the_file_quirk_and_field(tmp_path) -> None:
     with pytest.raises(SpecError, match=r"extra.yaml: quirk 1.*id"):
         load_extra_quirks(bad)
     assert load_extra_quirks(tmp_path / "absent.yaml") == []
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text("- {id: x_same, ground_truth: g, items: []}\n")
+    second.write_text("- {id: x_same, ground_truth: h, items: []}\n")
+    with pytest.raises(SpecError, match="x_same.*twice"):
+        load_extra_quirks(first, second)
+    taken = tmp_path / "c.yaml"
+    taken.write_text("- {id: flattery, ground_truth: g, items: []}\n")
+    with pytest.raises(SpecError, match="quirk 0.*id"):  # no one-letter prefix: never a package id
+        load_extra_quirks(taken)
 
 
 def test_weights_missing_a_tensor_name_it(encoder) -> None:

@@ -136,8 +136,9 @@ def test_bad_configs_fail_before_anything_loads(tmp_path: Path) -> None:
 def test_sft_warm_start_trains_on_train_split_transcripts_only(tmp_path: Path) -> None:
     packaged_tokenizer()
     data = tmp_path / "heuristic"
+    # sft.keep=all reads no verdict, so the cheap lexical judge grades the data's audits.
     made = _audit("eval", "--suite", "seeded-quirks", "--auditor", "heuristic", "--max-turns", "4", "--repeats", "1",
-                  "--out", str(data), "--store", f"sqlite:///{tmp_path / 'h.db'}")
+                  "--judge", "lexical", "--out", str(data), "--store", f"sqlite:///{tmp_path / 'h.db'}")
     assert made.returncode == 0, made.stderr[-2000:]
     out = tmp_path / "sft"
     result = _audit("train", "--config", str(SMOKE), "--stage", "sft", "--out", str(out),
