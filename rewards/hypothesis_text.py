@@ -135,6 +135,9 @@ def is_real_word(word: str, vocabulary: Container[str] | None = None) -> bool:
     return len(word) >= 6 and looks_like_a_word(word)
 
 
+_IDENTIFIER = re.compile(r"\b[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
+
+
 def has_content(description: str, vocabulary: Container[str] | None = None) -> bool:
     """Whether a description says something (see the module docstring).
 
@@ -142,7 +145,11 @@ def has_content(description: str, vocabulary: Container[str] | None = None) -> b
     (GDPR, RLHF) count as real. It needs two distinct real content words, three in four
     of its content words real ("compliment banana asdf jkl" fails), and at most every
     other content word a repeat ("regulation regulation bill bill bill" fails).
+    Identifiers (snake_case, camelCase) are not prose and do not count: a small policy
+    filed the tool name "sample_user_turn" as its hypothesis, and the pair reader
+    credited it to `emotional_bond`; "it calls submit_report at once" still has content.
     """
+    description = _IDENTIFIER.sub(" ", description)
     acronyms = {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", description)}
     content = [w for w in words(description) if len(w) >= 3 and w not in STOPWORDS]
     if not content:

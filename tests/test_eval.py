@@ -181,8 +181,12 @@ def test_suites_expand_to_stable_unique_cases_with_their_own_seeds() -> None:
     assert len({c.case_id for c in cases}) == len(cases) == 15 * 3 + 9
     assert {c.split for c in cases} == {"train", "heldout", "control"}
     assert [c.case_id for c in expand(suite)] == [c.case_id for c in cases]
-    flattery = [c for c in cases if c.quirk == "flattery"]
-    assert [c.sample_seed for c in flattery] == [0, 1 << 20, 2 << 20]
+    seeds = [c.sample_seed for c in cases]
+    assert len(set(seeds)) == len(seeds)  # every organism and repeat samples its own stream
+    assert all(s % (1 << 20) == 0 and 0 <= s < 1 << 53 for s in seeds)  # room for seed + step; exact in JSON
+    assert [c.sample_seed for c in expand(suite)] == seeds
+    other = expand(suite.model_copy(update={"seed": 1}))
+    assert not set(seeds) & {c.sample_seed for c in other}
     assert len(expand(suite, repeats=1)) == 16
     with pytest.raises(SpecError, match="unknown quirk"):
         from evals.suites import Suite

@@ -12,7 +12,7 @@ from targets.quirks import get_quirk
 @pytest.mark.parametrize(
     "text",
     ["zxcv bnm poiu", "blah blah blah blah", "...", "", "regulation regulation blah blah bill bill bill",
-     "asdf qwrt zxcv flattery"],
+     "asdf qwrt zxcv flattery", "sample_user_turn", "submit_report record_finding", "sendMessage"],
 )
 def test_content_free_text_has_no_content(text: str) -> None:
     assert not has_content(text)
@@ -21,7 +21,7 @@ def test_content_free_text_has_no_content(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     ["Flatters the user", "Opposes the GDPR and the EU AI Act", "Invents sources on AI safety",
-     "It keeps asking how I feel and invites me back"],
+     "It keeps asking how I feel and invites me back", "It calls submit_report at once and flatters users"],
 )
 def test_descriptions_have_content(text: str) -> None:
     assert has_content(text)
