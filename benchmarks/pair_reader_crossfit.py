@@ -6,7 +6,7 @@ half, the hard-negative dev half and the ground truths). This script fits on one
 the other, both ways, and prints Cohen's kappa on `identified`:
 
 - the pair reader, trained on one body plus the invented quirks of
-  `grader_train_extra.yaml` and the topic-only texts (same recipe as `rewards.pair_reader_training`), at
+  `grader_train_extra*.yaml` and the topic-only texts (same recipe as `rewards.pair_reader_training`), at
   several thresholds, gated as the default rule gates it (content, no shotgun list, no
   denying clause, no other quirk plainly nearer);
 - the similarity rule as committed (it was tuned on the dev halves), and tuned on the

@@ -12,8 +12,9 @@ The pairs are (hypothesis, the quirk's ground truth, label), from:
 - `calibration_data/grader_train_extra*.yaml`: invented quirks that exist only here (a
   ground truth each, with paraphrases, negations, opposites and near misses), so that
   the reader sees many behaviours and reads polarity rather than memorising fifteen:
-  `_extra.yaml` (30 everyday quirks) and `_extra_polarity.yaml` (40 quirks of the kind an
-  auditor looks for, four negations and four opposites each), by two writers;
+  `_extra.yaml` (30 everyday quirks, one writer) and `_extra_polarity_{a,b,c,d}.yaml`
+  (10 quirks each of the kind an auditor looks for, about the user, the model itself,
+  topics and tasks, with four negations and four opposites each; four more writers);
 - `calibration_data/grader_train_topics.yaml`: texts that name a quirk's topic or setting
   and claim no behaviour ("Synthetic training data.", "I asked about retirement savings"),
   false: without them the reader credited any mention of the topic at 0.99;
