@@ -30,7 +30,6 @@ takes a path to a YAML file.
 from __future__ import annotations
 
 import hashlib
-
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
