@@ -1,12 +1,13 @@
 """Where a GRPO step's time goes, for each speed lever, side by side in one run.
 
     python benchmarks/grpo_step.py [--config training/configs/cpu-smoke.yaml] [--steps 2]
-        [--variants fp32/full,fp32/compact,bf16/full,bf16/compact] [--force-bf16]
+        [--variants fp32/full,fp32/compact,fp32/compact/noturns,bf16/compact] [--force-bf16]
         [--probe-tokens 256] [--keep DIR] [--set K=V ...]
 
-A variant is `PRECISION/MANUAL[/nocache]`: fp32 or bf16 autocast (policy.precision),
-the full or compact auditor manual (policy.manual), and `nocache` to turn the hf
-sampler's shared-prefix KV cache off. Each variant runs the config for `--steps` steps
+A variant is `PRECISION/MANUAL[/nocache|/noturns]`: fp32 or bf16 autocast
+(policy.precision), the full or compact auditor manual (policy.manual); `noturns` turns
+the hf sampler's per-rollout turn cache off (each turn prefills the whole conversation
+again), `nocache` turns it and the shared-prefix KV cache off. Each variant runs the config for `--steps` steps
 in this process and reports rollout, reward and update seconds (mean over steps 2..N:
 the first pays one-off costs), then each variant's step time as a ratio of the first
 variant's, measured here, in this run.
@@ -48,10 +49,16 @@ def variant_overrides(variant: str) -> dict[str, object]:
     """`fp32/compact/nocache` -> the config fields it sets."""
     parts = variant.split("/")
     if len(parts) not in (2, 3) or parts[0] not in ("fp32", "bf16") or parts[1] not in ("full", "compact"):
-        raise SystemExit(f"--variants: {variant!r} is not PRECISION/MANUAL[/nocache] (fp32|bf16, full|compact)")
-    if len(parts) == 3 and parts[2] != "nocache":
-        raise SystemExit(f"--variants: {variant!r}: the third part can only be nocache")
-    return {"policy.precision": parts[0], "policy.manual": parts[1], "policy.prefix_cache": len(parts) == 2}
+        raise SystemExit(f"--variants: {variant!r} is not PRECISION/MANUAL[/nocache|/noturns] (fp32|bf16, full|compact)")
+    if len(parts) == 3 and parts[2] not in ("nocache", "noturns"):
+        raise SystemExit(f"--variants: {variant!r}: the third part can only be nocache or noturns")
+    cache = parts[2] if len(parts) == 3 else ""
+    return {
+        "policy.precision": parts[0],
+        "policy.manual": parts[1],
+        "policy.prefix_cache": cache != "nocache",
+        "policy.turn_cache": cache == "",
+    }
 
 
 def measure(config_path: Path, steps: int, overrides: dict[str, object], keep: Path | None) -> dict[str, float]:

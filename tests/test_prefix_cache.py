@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from hf_fixtures import packaged_tokenizer, tiny_model
 
-from scaffold.providers.hf_local import LocalChatModel, _Request
+from scaffold.providers.decode import DecodeRequest as _Request
+from scaffold.providers.hf_local import LocalChatModel
 from scaffold.providers.prefix_cache import PrefixCache, common_prefix_length
 
 SHARED = list(range(100, 700))  # a long shared prefix, as the auditor's system prompt is
@@ -13,7 +14,9 @@ PROMPTS = [SHARED + [5, 6, 7], SHARED + [9] * 30, SHARED + [11, 12]]
 
 
 def _chat(prefix_tokens: int) -> LocalChatModel:
-    return LocalChatModel.from_model(tiny_model(), packaged_tokenizer(), name="t", max_tokens=8, prefix_cache_tokens=prefix_tokens)
+    return LocalChatModel.from_model(
+        tiny_model(), packaged_tokenizer(), name="t", max_tokens=8, prefix_cache_tokens=prefix_tokens, turn_cache_mb=0
+    )
 
 
 def _decode(chat: LocalChatModel, prompts: list[list[int]], temperature: float = 0.0) -> list:

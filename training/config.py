@@ -42,6 +42,9 @@ class PolicyConfig(_Strict):
     max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")
     max_batch_size: int = Field(16, ge=1, description="Most rollout turns decoded in one batch.")
     prefix_cache: bool = Field(True, description="hf sampler: reuse the KV of the prompt prefix all audits share.")
+    turn_cache: bool = Field(
+        True, description="hf sampler: keep each rollout's KV for its next turn, so a turn prefills only its new tokens."
+    )
     manual: Manual = Field(
         "compact",
         description="The auditor's manual in rollouts and evals: `compact` (the system prompt and tools in a few "

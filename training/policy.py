@@ -51,6 +51,9 @@ def tiny_random_model(
     return transformers.LlamaForCausalLM(config)
 
 
+TURN_CACHE_MB = 2048  # a SmolLM2 rollout of 3k tokens holds 138 MB of KV
+
+
 def load_base(config: TrainConfig) -> tuple[Any, Any]:
     """(model, tokenizer) of `policy.base`, fp32 on the CPU, never from a hub."""
     if config.policy.base == TINY_RANDOM:
@@ -114,6 +117,7 @@ def rollout_sampler(config: TrainConfig, model: Any, tokenizer: Any, secrets: Se
             max_calls_per_turn=p.max_calls_per_turn,
             policy_version="step-0",
             prefix_cache_tokens=256 if p.prefix_cache else 0,
+            turn_cache_mb=TURN_CACHE_MB if p.turn_cache else 0,
             bf16_autocast=uses_bf16(config, next(model.parameters()).device),
         )
     from scaffold.providers.vllm_server import build as build_vllm

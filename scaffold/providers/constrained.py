@@ -25,10 +25,9 @@ the grammar's (mask 0) when it was forced. The recorded logprob is always the mo
 own, unmasked log_softmax(logits / T) of the token: the grammar is part of the
 environment, and a trainer recomputing logprobs from the weights gets the same number.
 
-Cost: every forced token still takes one decoding step (a forward pass of one
-token per row), and a step of a constrained row builds a vocabulary-sized bias. A
-call therefore costs its structure's tokens on top of the model's choices; see
-benchmarks/policy.py. Strings are capped so that the structure can always close within
+Cost: a forced token takes no forward pass of its own: the decode loop (decode.py)
+appends a forced run as soon as `allowed()` names one id and reads it with the row's next
+pass. A step where the model chooses builds a vocabulary-sized bias. Strings are capped so that the structure can always close within
 `max_tokens` (with a budget under ~64 tokens a long call may still be cut off).
 Reasoning before the call is not allowed: the auditor thinks with the `think` tool.
 """

@@ -14,13 +14,16 @@ Options in `ModelSpec.extra` (unknown keys are a SpecError):
                    (constrained.py; the `+constrained` spec modifier sets it)
   max_calls_per_turn  constrained: up to this many calls per reply (`+calls:N`)
   prefix_cache_tokens reuse the KV of a prompt prefix every call shares (default 256; 0: off)
+  turn_cache_mb    keep each conversation's KV for its next turn, up to this many MB
+                   (default 2048; 0: off; turn_cache.py)
   lora             a PEFT LoRA adapter directory loaded onto the base (`+lora:DIR`);
                    `swap_adapter` / `load_adapter_weights` replace it without
                    reloading the base, and its fingerprint is the policy version
 `max_concurrency` and `timeout_s` do not apply: concurrency is the batcher's job.
 
-Generation is a plain KV-cached decode loop rather than `model.generate`, so that it
-can record, at the sampling boundary, exactly what was sampled (DESIGN.md, training
+Generation is our own KV-cached decode loop (decode.py) rather than `model.generate`, so
+that grammar-forced runs are read in one pass, earlier turns' KV is reused (turn_cache.py),
+and it can record, at the sampling boundary, exactly what was sampled (DESIGN.md, training
 data path) without keeping a vocabulary-sized score tensor per step:
   * `completion_ids` are the sampled ids, no padding, ending with the end-of-turn
     token when one was sampled;
@@ -44,7 +47,6 @@ import asyncio
 import inspect
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, Sequence
 
@@ -53,11 +55,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ModelError
-from scaffold.providers.batcher import GenerationBatcher, left_pad
-from scaffold.providers.constrained import GrammarState, ToolCallGrammar, VocabularyMasks
+from scaffold.providers.batcher import GenerationBatcher
+from scaffold.providers.constrained import ToolCallGrammar, VocabularyMasks
+from scaffold.providers.decode import Completion, DecodeRequest, decode_batch
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model
 from scaffold.providers.prefix_cache import PrefixCache
 from scaffold.providers.token_prompts import PromptBuilder, end_of_turn_ids, token_response, tools_key
+from scaffold.providers.turn_cache import Layers, TurnCache, padded_cache, row_layers
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError, describe_validation_error
 
@@ -84,24 +88,9 @@ class LocalOptions(BaseModel):
     prefix_cache_tokens: int = Field(
         256, ge=0, description="Reuse the KV of a prompt prefix all calls share when it is at least this long (0: off)."
     )
-
-
-@dataclass(frozen=True)
-class _Request:
-    prompt_ids: list[int]
-    max_new_tokens: int
-    temperature: float  # 0: greedy
-    seed: int | None
-    grammar: ToolCallGrammar | None = None
-
-
-@dataclass(frozen=True)
-class _Completion:
-    ids: list[int]
-    logprobs: list[float]
-    stopped: bool  # an end-of-turn token was sampled
-    policy_version: str | None
-    mask: list[int] | None = None  # 0 where the grammar forced the token
+    turn_cache_mb: int = Field(
+        2048, ge=0, description="Keep each conversation's KV for its next turn, at most this many MB in all (0: off)."
+    )
 
 
 class LocalChatModel:
@@ -129,6 +118,7 @@ class LocalChatModel:
         max_calls_per_turn: int = 1,
         record_logprobs: bool = True,
         prefix_cache_tokens: int = 256,
+        turn_cache_mb: int = 2048,
         bf16_autocast: bool = False,
     ) -> None:
         if not getattr(tokenizer, "chat_template", None):
@@ -147,12 +137,15 @@ class LocalChatModel:
             getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True)
         )
         self._prefix = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens and not sliding else None
+        # Each conversation's KV, for its next turn (same exclusion).
+        self._turns = TurnCache(turn_cache_mb << 20) if turn_cache_mb and not sliding else None
         self._masks: VocabularyMasks | None = None
         self._grammars: dict[object, ToolCallGrammar] = {}
         gen = getattr(model, "generation_config", None)
         model_default = float(gen.temperature or 1.0) if gen is not None and gen.do_sample else 0.0
         self.temperature = model_default if temperature is None else temperature
         self.stop_ids = _stop_ids(model, tokenizer)
+        self.forward_passes = 0  # decode passes so far (a pass reads a chunk of each row)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids)
         # transformers 5.x renamed `past_key_values` to `cache` (argument and output field).
@@ -160,7 +153,7 @@ class LocalChatModel:
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         self._cache_arg = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
         self.context_length = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
-        self.batcher: GenerationBatcher[_Request, _Completion] = GenerationBatcher(
+        self.batcher: GenerationBatcher[DecodeRequest, Completion] = GenerationBatcher(
             self._run_batch,
             max_batch_size=max_batch_size,
             window_s=batch_window_ms / 1000,
@@ -254,7 +247,7 @@ class LocalChatModel:
             citable = config.citable_ids
             grammar = self.grammar_for([required], 1, citable) if required else self.grammar_for(tools, None, citable)
         max_new = min(config.max_tokens or self.max_tokens, room)
-        request = _Request(prompt_ids, max_new, float(temperature), config.seed, grammar)
+        request = DecodeRequest(prompt_ids, max_new, float(temperature), config.seed, grammar)
         try:
             done = await self.batcher.submit(request)
         except ModelError:
@@ -276,85 +269,56 @@ class LocalChatModel:
             latency_s=time.perf_counter() - started,
         )
 
-    def _run_batch(self, requests: list[_Request]) -> list[_Completion]:
+    def _run_batch(self, requests: list[DecodeRequest]) -> list[Completion]:
         """One batched generation (blocking; runs on the engine thread)."""
         with torch.inference_mode(), autocast(self.device, self.bf16_autocast):
             return self._decode(requests)
 
-    def _decode(self, requests: list[_Request]) -> list[_Completion]:
-        device, version, record = self.device, self.policy_version, self.record_logprobs
+    def _decode(self, requests: list[DecodeRequest]) -> list[Completion]:
+        version = self.policy_version
+        key = (id(self.model), version)
         prompts = [r.prompt_ids for r in requests]
-        shared = self._prefix.prefix_for(prompts, (id(self.model), version), self._fill_prefix) if self._prefix else 0
-        ids, mask = left_pad([p[shared:] for p in prompts], self.pad_id)
-        step_ids = torch.tensor(ids, device=device)
-        # [shared prefix | left padding | the row's own suffix]: padding in the middle is
-        # only masked keys; positions count real tokens only, as in training.
-        attention = torch.cat([torch.ones((len(requests), shared), dtype=torch.long, device=device), torch.tensor(mask, device=device)], dim=1)
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, shared:]
-        temperature = requests[0].temperature  # the batcher groups by temperature
-        generators = [] if temperature <= 0 else [_generator(r.seed, device) for r in requests]
-        grammars: list[GrammarState | None] = [r.grammar.start(r.max_new_tokens) if r.grammar else None for r in requests]
-        constrained = any(g is not None for g in grammars)
-        stop = torch.tensor(sorted(self.stop_ids), device=device)
-        out_ids: list[list[int]] = [[] for _ in requests]
-        out_lps: list[list[float]] = [[] for _ in requests]
-        out_mask: list[list[int]] = [[] for _ in requests]
-        finished = [False] * len(requests)
-        stopped = [False] * len(requests)
-        cache: dict[str, Any] = {self._cache_arg: self._prefix.for_batch(len(requests))} if shared else {}
-        for _ in range(max(r.max_new_tokens for r in requests)):
-            out = self.model(
-                input_ids=step_ids,
-                attention_mask=attention,
-                position_ids=positions,
-                use_cache=True,
-                logits_to_keep=1,  # never materialise (batch, prompt length, vocab) logits
-                **cache,
-            )
-            cache = {self._cache_arg: out[self._cache_arg]}
-            logits = out.logits[:, -1, :].float()
-            scaled = logits / temperature if temperature > 0 else logits
-            forced = [False] * len(requests)
-            if constrained:
-                bias = torch.zeros_like(scaled)
-                for i, g in enumerate(grammars):
-                    if g is not None and not finished[i]:
-                        forced[i] = g.bias_into(bias[i])
-                scores = scaled + bias
-            else:
-                scores = scaled
-            if temperature > 0:
-                probs = torch.softmax(scores, dim=-1)
-                chosen = torch.cat([torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(generators)])
-            else:
-                chosen = scores.argmax(dim=-1)
-            if record:  # the model's own logprob of the token, never the masked one
-                # logit - logsumexp: the same number as log_softmax, without a (batch, vocab) output
-                lse = torch.logsumexp(scaled, dim=-1)
-                chosen_lps = (scaled.gather(1, chosen[:, None])[:, 0] - lse).tolist()
-            else:
-                chosen_lps = [0.0] * len(requests)
-            is_stop = torch.isin(chosen, stop).tolist()
-            for i, (token, lp) in enumerate(zip(chosen.tolist(), chosen_lps, strict=True)):
-                if finished[i]:
-                    continue  # a finished row rides along; its samples are discarded
-                out_ids[i].append(token)
-                out_lps[i].append(lp)
-                out_mask[i].append(0 if forced[i] else 1)
-                if grammars[i] is not None:
-                    grammars[i].advance(token)  # type: ignore[union-attr]
-                stopped[i] = is_stop[i]
-                finished[i] = is_stop[i] or len(out_ids[i]) >= requests[i].max_new_tokens
-            if all(finished):
-                break
-            step_ids = chosen[:, None]
-            attention = torch.cat([attention, attention.new_ones((len(requests), 1))], dim=1)
-            positions = positions[:, -1:] + 1
-        return [
-            _Completion(out_ids[i], out_lps[i], stopped[i], version, out_mask[i] if grammars[i] else None)
-            for i in range(len(requests))
-        ]
+        reused, block, cached_mask = self._reused_kv(prompts, key)
+        device = self.device
+        result = decode_batch(
+            self.model,
+            requests,
+            reused=[n for n, _ in reused],
+            cache=block,
+            cached_mask=cached_mask,
+            cache_arg=self._cache_arg,
+            pad_id=self.pad_id,
+            stop_ids=frozenset(self.stop_ids),
+            record=self.record_logprobs,
+            device=device,
+            new_generator=lambda seed: _generator(seed, device),
+        )
+        self.forward_passes += result.passes
+        if self._turns is not None and result.cache is not None:
+            for i, row in enumerate(result.rows):
+                # The row's cache columns hold its prompt and all but its last id.
+                if len(row.ids) >= 2:
+                    positions = torch.tensor(row.columns, device=device)
+                    self._turns.store(row.request.prompt_ids + row.ids[:-1], row_layers(result.cache, i, positions), key)
+        return [row.completion(version) for row in result.rows]
 
+    def _reused_kv(self, prompts: list[list[int]], key: object) -> tuple[list[tuple[int, Layers]], Any, list[list[int]]]:
+        """Each row's reused KV (length, layers), the batch cache holding it (None: none),
+        and that block's attention mask. A row continues its conversation from the turn
+        cache, else starts from the prefix every fresh row shares (the system prompt)."""
+        reused = [self._turns.lookup(p, key) if self._turns else (0, []) for p in prompts]
+        fresh = [i for i, (n, _) in enumerate(reused) if n == 0]
+        shared = 0
+        if self._prefix is not None and fresh:
+            shared = self._prefix.prefix_for([prompts[i] for i in fresh], key, self._fill_prefix)
+        if len(fresh) == len(prompts):  # nobody continues: every row shares the prefix (a view, no copy)
+            n = len(prompts)
+            block = self._prefix.for_batch(n) if shared else None  # type: ignore[union-attr]
+            return [(shared, [])] * n, block, [[1] * shared for _ in prompts]
+        for i in fresh:
+            reused[i] = (shared, self._prefix.layers) if shared else (0, [])  # type: ignore[union-attr]
+        block, mask = padded_cache(reused)
+        return reused, block, mask
 
     def _fill_prefix(self, ids: list[int]) -> Any:
         """The model's KV cache after reading `ids` (batch 1), for the prefix cache."""
@@ -443,4 +407,5 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> LocalChatModel:
         max_calls_per_turn=options.max_calls_per_turn,
         policy_version=version,
         prefix_cache_tokens=options.prefix_cache_tokens,
+        turn_cache_mb=options.turn_cache_mb,
     )
