@@ -62,7 +62,11 @@ def test_cpu_smoke_cli_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
     for r in grpo:
         assert math.isfinite(r["loss"]) and r["rollouts"] == 4 and r["rollouts_failed"] == 0
         assert r["valid_tool_call_rate"] == 1.0  # constrained: every turn is a well-formed call
-        assert r["parity/mean_abs_dlogp"] < 1e-4  # the sampler is the trainer's own module
+        # The sampler is the trainer's own module: equal up to kernel order when both phases
+        # ran at one precision, up to bf16 rounding where `auto` updates in bf16 and samples
+        # in fp32 (a CPU with native bf16; 3e-4 measured here).
+        same_precision = r["bf16_autocast"] == r["bf16_rollout"]
+        assert r["parity/mean_abs_dlogp"] < (1e-4 if same_precision else 2e-3)
         assert 0 <= r["time/scaffold_share"] <= 1
     assert (out / "checkpoint-2").exists() and (out / "final" / "adapter_model.safetensors").exists()
     evals = [r for r in records if r["stage"] == "eval"]

@@ -67,3 +67,36 @@ def test_sft_keeps_audits_by_their_verdict(tmp_path: Path) -> None:
     kept = {keep: sorted(t.run_id for t in eval_transcripts(tmp_path, keep)[0]) for keep in ("grounded", "identified", "all")}
     assert kept == {"grounded": ["c", "g"], "identified": ["c", "g", "n"], "all": ["c", "fp", "g", "n", "x"]}
     assert load_config(SMOKE, {"sft.only_identified": False}).sft.keep == "all"  # configs written before `keep`
+
+
+@pytest.mark.parametrize(
+    ("precision", "device", "native", "update", "rollout"),
+    [
+        ("auto", "cpu", True, True, False),  # a CPU's decode steps are slower under autocast
+        ("auto", "cpu", False, False, False),  # emulated bf16: fp32 everywhere
+        ("auto", "cuda", True, True, True),
+        ("bf16", "cpu", False, True, True),  # asked for: both phases, native or not
+        ("fp32", "cuda", True, False, False),
+    ],
+)
+def test_precision_per_phase(
+    monkeypatch: pytest.MonkeyPatch, precision: str, device: str, native: bool, update: bool, rollout: bool
+) -> None:
+    import training.policy as policy
+
+    monkeypatch.setattr(policy, "bf16_is_native", lambda _device: native)
+    config = load_config(SMOKE, {"policy.precision": precision})
+    assert policy.uses_bf16(config, device) is update
+    assert policy.uses_bf16(config, device, "rollout") is rollout
+
+
+def test_the_hf_sampler_decodes_in_fp32_on_a_cpu_with_native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
+    import training.policy as policy
+    from scaffold.secrets import SecretRegistry
+
+    monkeypatch.setattr(policy, "bf16_is_native", lambda _device: True)
+    config = load_config(SMOKE, {"policy.precision": "auto"})
+    model, tokenizer = policy.load_base(config)
+    assert policy.rollout_sampler(config, model, tokenizer, SecretRegistry()).bf16_autocast is False
+    config = load_config(SMOKE, {"policy.precision": "bf16"})
+    assert policy.rollout_sampler(config, model, tokenizer, SecretRegistry()).bf16_autocast is True

@@ -54,8 +54,9 @@ class PolicyConfig(_Strict):
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto",
         description="Rollouts and the update under bf16 autocast (`bf16`), in fp32, or `auto`: bf16 where the "
-        "device computes it natively (a CUDA GPU with bf16, a CPU with avx512_bf16 or AMX), else fp32. On a CPU "
-        "without them bf16 is emulated and many times slower.",
+        "device computes it natively (a CUDA GPU with bf16, a CPU with avx512_bf16 or AMX), else fp32, and on a "
+        "CPU the update only: there a rollout's decode steps run slower under autocast (benchmarks/grpo_step.py's "
+        "decode probe). On a CPU without them bf16 is emulated and many times slower.",
     )
 
 

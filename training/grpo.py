@@ -85,14 +85,17 @@ class GrpoSession:
         self.runner: RolloutRunner | None = None
         self.synced_step: int | None = None
         self.eos_id = 0
-        self.bf16 = False  # set in attach, from policy.precision and the model's device
+        self.bf16 = False  # the update's autocast; set in attach, from policy.precision and the model's device
+        self.bf16_rollout = False  # the hf sampler's autocast; set in attach likewise
         self.skipped_updates = 0  # micro-batches whose advantages were all 0 (no forward pass)
 
     def attach(self, trainer: Any, tokenizer: Any) -> None:
         """Build the sampler over the trainer's (wrapped) model."""
         self.trainer = trainer
         self.eos_id = int(tokenizer.eos_token_id)
-        self.bf16 = uses_bf16(self.config, next(trainer.model.parameters()).device)
+        device = next(trainer.model.parameters()).device
+        self.bf16 = uses_bf16(self.config, device)
+        self.bf16_rollout = self.config.sampler.backend == "hf" and uses_bf16(self.config, device, "rollout")
         self.sampler = rollout_sampler(self.config, trainer.model, tokenizer, self.secrets)
         self.runner = RolloutRunner(
             self.config,
@@ -157,7 +160,7 @@ class GrpoSession:
 
     def write_step(self, step: int, logs: dict[str, Any]) -> dict[str, Any]:
         """One metrics.jsonl line: TRL's loss-side numbers and ours (returned)."""
-        record: dict[str, Any] = {"stage": "grpo", "step": step, "bf16_autocast": self.bf16}
+        record: dict[str, Any] = {"stage": "grpo", "step": step, "bf16_autocast": self.bf16, "bf16_rollout": self.bf16_rollout}
         for key in ("loss", "grad_norm", "learning_rate", "kl", "entropy", "clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean"):
             if key in logs:
                 record[key] = float(logs[key])
