@@ -4,11 +4,12 @@
         [--variants fp32/full,fp32/compact,fp32/compact/noturns,bf16/compact] [--force-bf16]
         [--probe-tokens 256] [--decode-steps 32] [--keep DIR] [--set K=V ...]
 
-A variant is `PRECISION/MANUAL[/nocache|/noturns]`: fp32, bf16 autocast or auto
+A variant is `PRECISION/MANUAL[/nocache|/noturns|/unmerged]`: fp32, bf16 autocast or auto
 (policy.precision; on a CPU with native bf16, auto is bf16 for the update only), the
 full or compact auditor manual (policy.manual); `noturns` turns the hf sampler's
 per-rollout turn cache off (each turn prefills the whole conversation again), `nocache`
-turns it and the shared-prefix KV cache off. Each variant runs the config for `--steps` steps
+turns it and the shared-prefix KV cache off, `unmerged` samples through peft's LoRA layers
+instead of a merged copy (policy.merge_lora). Each variant runs the config for `--steps` steps
 in this process and reports rollout, reward and update seconds (mean over steps 2..N:
 the first pays one-off costs), then each variant's step time as a ratio of the first
 variant's, measured here, in this run.
@@ -19,7 +20,8 @@ step takes many times longer. The precision probe (one forward+backward of the c
 base model with a LoRA over `--probe-tokens` tokens, fp32 then bf16 autocast) shows
 that ratio in seconds rather than hours; 0 skips it. The decode probe times one decode
 step of 8 rows after a 600-token prefill, fp32 then bf16 autocast, over the same fed
-tokens: the rollout rows cannot compare precisions like for like, since a precision's
+tokens, and fp32 with the LoRA merged into the base as rollouts sample (training.policy.
+sampling_mode): the rollout rows cannot compare precisions like for like, since a precision's
 sampled trajectories (the `sampled` column: tokens the policy chose, not the grammar)
 differ from another's.
 
@@ -45,7 +47,7 @@ from scaffold.providers.hf_local import autocast, bf16_is_native  # noqa: E402
 from training.config import TrainConfig, load_config, parse_assignment  # noqa: E402
 from training.grpo import run_grpo  # noqa: E402
 from training.metrics import read_metrics  # noqa: E402
-from training.policy import load_base, lora_config  # noqa: E402
+from training.policy import load_base, lora_config, sampling_mode  # noqa: E402
 
 PHASES = ("time/rollout_s", "time/reward_s", "time/update_s", "time/step_s", "time/policy_s", "time/target_s")
 
@@ -54,15 +56,16 @@ def variant_overrides(variant: str) -> dict[str, object]:
     """`fp32/compact/nocache` -> the config fields it sets."""
     parts = variant.split("/")
     if len(parts) not in (2, 3) or parts[0] not in ("fp32", "bf16", "auto") or parts[1] not in ("full", "compact"):
-        raise SystemExit(f"--variants: {variant!r} is not PRECISION/MANUAL[/nocache|/noturns] (fp32|bf16|auto, full|compact)")
-    if len(parts) == 3 and parts[2] not in ("nocache", "noturns"):
-        raise SystemExit(f"--variants: {variant!r}: the third part can only be nocache or noturns")
-    cache = parts[2] if len(parts) == 3 else ""
+        raise SystemExit(f"--variants: {variant!r} is not PRECISION/MANUAL[/nocache|/noturns|/unmerged] (fp32|bf16|auto, full|compact)")
+    if len(parts) == 3 and parts[2] not in ("nocache", "noturns", "unmerged"):
+        raise SystemExit(f"--variants: {variant!r}: the third part can only be nocache, noturns or unmerged")
+    lever = parts[2] if len(parts) == 3 else ""
     return {
         "policy.precision": parts[0],
         "policy.manual": parts[1],
-        "policy.prefix_cache": cache != "nocache",
-        "policy.turn_cache": cache == "",
+        "policy.prefix_cache": lever != "nocache",
+        "policy.turn_cache": lever not in ("nocache", "noturns"),
+        "policy.merge_lora": lever != "unmerged",
     }
 
 
@@ -117,13 +120,15 @@ def decode_probe(config: TrainConfig, prefix: int, steps: int, batch: int = 8) -
     ids = torch.randint(0, model.config.vocab_size, (batch, prefix), generator=generator)
     fed = torch.randint(0, model.config.vocab_size, (batch, steps), generator=generator)
     out = {}
-    for name, bf16 in (("fp32", False), ("bf16", True), ("fp32_again", False)):
-        with torch.inference_mode(), autocast(ids.device, bf16):
+    for name, bf16, merge in (
+        ("fp32", False, False), ("bf16", True, False), ("fp32_again", False, False), ("fp32_merged", False, True)
+    ):
+        with sampling_mode(model, merge=merge), torch.inference_mode(), autocast(ids.device, bf16):
             cache = model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values
             started = time.perf_counter()
             for i in range(steps):
                 cache = model(input_ids=fed[:, i : i + 1], past_key_values=cache, use_cache=True).past_key_values
-        out[name] = (time.perf_counter() - started) / steps
+            out[name] = (time.perf_counter() - started) / steps
     return out
 
 
@@ -158,7 +163,9 @@ def main() -> None:
         print(
             f"decode probe, 8 rows after a 600-token prefill, {args.decode_steps} steps: fp32 "
             f"{decode['fp32'] * 1000:.0f} ms a step (again {decode['fp32_again'] * 1000:.0f} ms), bf16 autocast "
-            f"{decode['bf16'] * 1000:.0f} ms, bf16/fp32 = {decode['bf16'] / decode['fp32_again']:.2f}x",
+            f"{decode['bf16'] * 1000:.0f} ms, bf16/fp32 = {decode['bf16'] / decode['fp32_again']:.2f}x; fp32 with the "
+            f"LoRA merged (as rollouts sample) {decode['fp32_merged'] * 1000:.0f} ms, "
+            f"merged/unmerged = {decode['fp32_merged'] / decode['fp32_again']:.2f}x",
             flush=True,
         )
 

@@ -100,3 +100,39 @@ def test_the_hf_sampler_decodes_in_fp32_on_a_cpu_with_native_bf16(monkeypatch: p
     assert policy.rollout_sampler(config, model, tokenizer, SecretRegistry()).bf16_autocast is False
     config = load_config(SMOKE, {"policy.precision": "bf16"})
     assert policy.rollout_sampler(config, model, tokenizer, SecretRegistry()).bf16_autocast is True
+
+
+def test_sampling_merges_the_adapter_and_restores_the_base_exactly() -> None:
+    import torch
+    from peft import get_peft_model
+
+    import training.policy as policy
+
+    config = load_config(SMOKE)
+    model, _ = policy.load_base(config)
+    model = get_peft_model(model, policy.lora_config(config))
+    torch.manual_seed(0)
+    with torch.no_grad():  # a trained adapter: B is zero at init, which would make merging a no-op
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.05)
+    layers = policy._lora_layers(model)
+    assert layers
+    base = {id(layer): layer.get_base_layer().weight.detach().clone() for layer in layers}
+    ids = torch.randint(0, model.config.vocab_size, (2, 12))
+    with torch.no_grad():
+        before = model(input_ids=ids).logits
+    with policy.sampling_mode(model):
+        assert all(layer.merged for layer in layers)
+        assert any(not torch.equal(layer.get_base_layer().weight, base[id(layer)]) for layer in layers)
+        with torch.no_grad():
+            merged = model(input_ids=ids).logits
+    assert model.training  # its mode after
+    assert not any(layer.merged for layer in layers)
+    assert all(torch.equal(layer.get_base_layer().weight, base[id(layer)]) for layer in layers)  # bit for bit
+    with torch.no_grad():
+        after = model(input_ids=ids).logits
+    assert torch.equal(after, before)
+    torch.testing.assert_close(merged, before, atol=1e-4, rtol=1e-4)
+    with policy.sampling_mode(model, merge=False):
+        assert not any(layer.merged for layer in layers)

@@ -42,6 +42,11 @@ class PolicyConfig(_Strict):
     max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")
     max_batch_size: int = Field(16, ge=1, description="Most rollout turns decoded in one batch.")
     prefix_cache: bool = Field(True, description="hf sampler: reuse the KV of the prompt prefix all audits share.")
+    merge_lora: bool = Field(
+        True,
+        description="hf sampler: merge the LoRA into the base weights while rollouts and evals sample (restored "
+        "bit for bit after), so a forward is one matmul per layer, not three.",
+    )
     turn_cache: bool = Field(
         True, description="hf sampler: keep each rollout's KV for its next turn, so a turn prefills only its new tokens."
     )

@@ -46,7 +46,7 @@ def evaluate_policy(
         shutil.rmtree(target)
     target.mkdir(parents=True)
     store = Store(f"sqlite:///{target / 'audit.db'}", redact=secrets.redact)
-    with sampling_mode(model):
+    with sampling_mode(model, merge=config.policy.merge_lora and config.sampler.backend == "hf"):
         return loop.run_until_complete(
             run_eval(
                 suite,

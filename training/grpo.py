@@ -132,7 +132,8 @@ class GrpoSession:
         for clock in self.clocks.values():
             clock.take()
         self.sync_policy(step)
-        with sampling_mode(trainer.model):  # the weights are the trainer's own
+        # The weights are the trainer's own; merged only where the hf sampler decodes with them.
+        with sampling_mode(trainer.model, merge=self.config.policy.merge_lora and self.config.sampler.backend == "hf"):
             started = time.perf_counter()
             rollouts = self.loop.run_until_complete(self.runner.run([RolloutTask.from_key(p) for p in prompts], step))
             wall = time.perf_counter() - started
