@@ -19,7 +19,7 @@ from scaffold.model import ChatModel
 from scaffold.secrets import SecretRegistry
 from scaffold.store import Store
 from training.config import TrainConfig
-from training.policy import sampling_mode
+from training.policy import merges_for, sampling_mode
 
 
 def eval_dir(out: Path, step: int, final: bool = False) -> Path:
@@ -46,7 +46,7 @@ def evaluate_policy(
         shutil.rmtree(target)
     target.mkdir(parents=True)
     store = Store(f"sqlite:///{target / 'audit.db'}", redact=secrets.redact)
-    with sampling_mode(model, merge=config.policy.merge_lora and config.sampler.backend == "hf"):
+    with sampling_mode(model, merge=merges_for(config, sampler)):
         return loop.run_until_complete(
             run_eval(
                 suite,

@@ -45,7 +45,7 @@ from training.metrics import (
     print_progress,
     refuse_earlier_run,
 )
-from training.policy import load_base, rollout_sampler, sampling_mode, uses_bf16, with_adapter
+from training.policy import load_base, merges_for, rollout_sampler, sampling_mode, uses_bf16, with_adapter
 from training.rollouts import (
     RolloutRunner,
     RolloutTask,
@@ -93,10 +93,9 @@ class GrpoSession:
         """Build the sampler over the trainer's (wrapped) model."""
         self.trainer = trainer
         self.eos_id = int(tokenizer.eos_token_id)
-        device = next(trainer.model.parameters()).device
-        self.bf16 = uses_bf16(self.config, device)
-        self.bf16_rollout = self.config.sampler.backend == "hf" and uses_bf16(self.config, device, "rollout")
+        self.bf16 = uses_bf16(self.config, next(trainer.model.parameters()).device)
         self.sampler = rollout_sampler(self.config, trainer.model, tokenizer, self.secrets)
+        self.bf16_rollout = bool(getattr(self.sampler, "bf16_autocast", False))  # as the sampler was built
         self.runner = RolloutRunner(
             self.config,
             TimedModel(self.sampler, self.clocks["policy"]),
@@ -132,8 +131,7 @@ class GrpoSession:
         for clock in self.clocks.values():
             clock.take()
         self.sync_policy(step)
-        # The weights are the trainer's own; merged only where the hf sampler decodes with them.
-        with sampling_mode(trainer.model, merge=self.config.policy.merge_lora and self.config.sampler.backend == "hf"):
+        with sampling_mode(trainer.model, merge=merges_for(self.config, self.sampler)):  # the trainer's own weights
             started = time.perf_counter()
             rollouts = self.loop.run_until_complete(self.runner.run([RolloutTask.from_key(p) for p in prompts], step))
             wall = time.perf_counter() - started

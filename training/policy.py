@@ -120,6 +120,13 @@ def sampling_mode(model: Any, merge: bool = True) -> Iterator[None]:
         model.train(was_training)
 
 
+def merges_for(config: TrainConfig, sampler: Any) -> bool:
+    """Whether `sampling_mode` merges the LoRA for `sampler`: with `policy.merge_lora`, and only
+    for the hf sampler, the one that decodes with the trainer's own module (a vLLM server
+    holds its own copy of the weights)."""
+    return config.policy.merge_lora and isinstance(sampler, LocalChatModel)
+
+
 def _lora_layers(model: Any) -> list[Any]:
     """The model's LoRA-adapted layers (empty when it is not a peft LoRA model)."""
     try:
