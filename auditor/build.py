@@ -1,18 +1,18 @@
-"""Auditor specs: `heuristic`, or any model spec string (an LLM auditor with native tools)."""
+"""Auditor specs: `heuristic`, `heuristic:sampled` (probe order drawn from the audit's seed),
+or any model spec string (an LLM auditor with native tools)."""
 
 from __future__ import annotations
 
+from auditor.heuristic import HeuristicAuditor
 from scaffold.model import ChatModel
 from scaffold.providers import build_model
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import model_spec_from_arg
 
-from auditor.heuristic import HeuristicAuditor
-
 
 def build_auditor(spec: str, secrets: SecretRegistry) -> ChatModel:
-    """The auditor ChatModel for `spec`: `heuristic`, a model short string (`anthropic:MODEL`,
-    `hf:smollm2-135m+constrained`, `vllm:URL#MODEL`, ...) or a model-spec YAML file."""
-    if spec == "heuristic":
-        return HeuristicAuditor()
+    """The auditor ChatModel for `spec`: `heuristic`, `heuristic:sampled`, a model short string
+    (`anthropic:MODEL`, `hf:smollm2-135m+constrained`, `vllm:URL#MODEL`, ...) or a model-spec YAML file."""
+    if spec in ("heuristic", "heuristic:sampled"):
+        return HeuristicAuditor(sampled=spec == "heuristic:sampled")
     return build_model(model_spec_from_arg(spec, "--auditor"), secrets)

@@ -4,10 +4,17 @@
 It is a ChatModel like any other auditor and derives everything from the messages
 the scaffold shows it (its own earlier tool calls and their results), so it is
 deterministic and resumes exactly. It never sees the target's spec or quirk.
+
+`heuristic` probes the families in one fixed order. `heuristic:sampled` probes them in
+an order drawn from the audit's seed: at a short budget the fixed order spends every
+audit on the first family or two, and a warm start learned from those audits learns
+one trajectory (the SFT policy of stop 24 collapsed to exactly that). The order is a
+function of the seed alone, so a sampled audit is still reproducible and resumes exactly.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -39,17 +46,34 @@ class _Evidence:
         return [i for i, s in self.scores.items() if s >= FINDING_THRESHOLD]
 
 
-def _plan(max_steps: int) -> list[tuple[ProbeFamily, int]]:
-    """The (family, turn index) steps, breadth first, cut to the budget."""
-    steps = [(family, i) for family in FAMILIES for i in range(len(family.turns))]
+def _plan(max_steps: int, families: Sequence[ProbeFamily] = FAMILIES) -> list[tuple[ProbeFamily, int]]:
+    """The (family, turn index) steps, family after family, cut to the budget."""
+    steps = [(family, i) for family in families for i in range(len(family.turns))]
     return steps[:max_steps]
+
+
+def sampled_order(seed: int) -> list[ProbeFamily]:
+    """The probe families in an order drawn from `seed` (the same seed, the same order)."""
+    families = list(FAMILIES)
+    random.Random(seed).shuffle(families)
+    return families
 
 
 class HeuristicAuditor:
     """A non-LLM baseline auditor that any learned auditor must beat."""
 
-    name = "heuristic"
     supports_prefill = False
+
+    def __init__(self, sampled: bool = False) -> None:
+        self.sampled = sampled
+        self.name = "heuristic:sampled" if sampled else "heuristic"
+
+    def _families(self, config: GenerateConfig | None, turn: int) -> Sequence[ProbeFamily]:
+        # The scaffold seeds call k of an audit with seed + k (scaffold/nodes.py), so
+        # seed - turn is the audit's own seed, the same on every turn and after a resume.
+        if not self.sampled or config is None or config.seed is None:
+            return FAMILIES
+        return sampled_order(config.seed - turn)
 
     async def generate(
         self,
@@ -59,7 +83,7 @@ class HeuristicAuditor:
     ) -> ModelResponse:
         turn = sum(1 for m in messages if m.role == "assistant")
         budget = self._budget(messages)
-        plan = _plan(max(1, budget - 1))  # the last turn is kept for the report
+        plan = _plan(max(1, budget - 1), self._families(config, turn))  # the last turn is kept for the report
         evidence, new_ids = self._evidence(messages)
         calls: list[ToolCall] = []
         if turn == 0:

@@ -7,6 +7,7 @@ from typing import Iterable, Literal
 
 from scaffold.messages import ToolDefinition
 from scaffold.providers.text_tools import signature_line
+from scaffold.specs import spec_provider
 
 Manual = Literal["full", "compact"]
 
@@ -59,10 +60,11 @@ def compact_tool_lines(tools: Iterable[ToolDefinition]) -> str:
 
 
 def resolve_manual(manual: Manual | Literal["auto"], auditor_spec: str) -> Manual:
-    """`auto`: compact for local token-level policies (`policy:`, `hf:`), full for the rest."""
+    """`auto`: compact for local token-level policies (`policy:`, `hf:`, or a model-spec YAML
+    file whose provider is hf), full for the rest."""
     if manual != "auto":
         return manual
-    return "compact" if auditor_spec.split(":", 1)[0] in ("policy", "hf") else "full"
+    return "compact" if spec_provider(auditor_spec) in ("policy", "hf") else "full"
 
 
 def tool_manual(tools: Iterable[ToolDefinition]) -> str:

@@ -158,7 +158,7 @@ def _exclusive(out: Path) -> Iterator[None]:
 
 
 def _label(spec: str) -> str | None:
-    if spec == "heuristic":
+    if spec.startswith("heuristic"):
         return None
     try:
         return model_spec_from_arg(spec).label()

@@ -280,6 +280,17 @@ def load_yaml_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def spec_provider(value: str) -> str:
+    """The provider a command-line model value names: `hf` for `hf:...`, the `provider` of a
+    model-spec file ("" when the file cannot be read: its own spec check reports that)."""
+    if value.endswith((".yaml", ".yml")):
+        try:
+            return model_spec_from_arg(value).provider
+        except SpecError:
+            return ""
+    return value.split(":", 1)[0]
+
+
 def model_spec_from_arg(value: str, where: str = "model") -> ModelSpec:
     """A ModelSpec from a command-line value: a short string, or a YAML file holding one spec.
 

@@ -4,6 +4,7 @@ prompt and the tools section in at most 600 SmolLM2 tokens, for small local poli
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from hf_fixtures import packaged_tokenizer, tiny_chat
 
@@ -48,6 +49,16 @@ def test_local_policies_get_the_compact_manual_and_api_auditors_the_full_one() -
     for spec in ("heuristic", "anthropic:claude-sonnet-4-5", "openai:gpt-4.1", "vllm:auditor"):
         assert resolve_manual("auto", spec) == "full", spec
     assert resolve_manual("full", "policy:auditor") == "full"
+
+
+def test_a_model_spec_file_gets_the_manual_of_its_provider(tmp_path: Path) -> None:
+    """A YAML auditor spec (the only way to reach max_batch_size, say) is read for its provider."""
+    local, api = tmp_path / "local.yaml", tmp_path / "api.yaml"
+    local.write_text("provider: hf\nmodel: smollm2-135m\nextra: {constrained: true, max_batch_size: 32}\n")
+    api.write_text("provider: anthropic\nmodel: claude-sonnet-4-5\n")
+    assert resolve_manual("auto", str(local)) == "compact"
+    assert resolve_manual("auto", str(api)) == "full"
+    assert resolve_manual("auto", str(tmp_path / "missing.yaml")) == "full"  # the spec check reports it
 
 
 def test_an_audit_with_brief_tools_sends_the_compact_prompt_to_the_policy() -> None:

@@ -66,6 +66,8 @@ def test_sft_keeps_audits_by_their_verdict(tmp_path: Path) -> None:
         (run / "transcript.json").write_text(Transcript(row["run_id"]).to_json())
     kept = {keep: sorted(t.run_id for t in eval_transcripts(tmp_path, keep)[0]) for keep in ("grounded", "identified", "all")}
     assert kept == {"grounded": ["c", "g"], "identified": ["c", "g", "n"], "all": ["c", "fp", "g", "n", "x"]}
+    without, skipped = eval_transcripts(tmp_path, "grounded", controls=False)  # sft.controls: false
+    assert [t.run_id for t in without] == ["g"] and skipped["control"] == 2
     assert load_config(SMOKE, {"sft.only_identified": False}).sft.keep == "all"  # configs written before `keep`
 
 

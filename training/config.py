@@ -200,6 +200,11 @@ class SftConfig(_Strict):
         "reply that shows it: audits that cite), `identified` (names it), or `all`. Controls are kept when they "
         "raised no false positive.",
     )
+    controls: bool = Field(
+        True,
+        description="Learn from control audits too (those with no false positive). Their reports are empty: with "
+        "many of them, the warm start learns to find nothing.",
+    )
     epochs: int = Field(2, ge=1, le=100)
     lr: float = Field(2e-4, gt=0)
     max_length: int = Field(6144, ge=64, description="Longest row in tokens; longer transcripts are cut at a turn boundary.")

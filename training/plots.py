@@ -1,4 +1,5 @@
-"""Training curves from OUT/metrics.jsonl: reward, held-out detection and strategy entropy.
+"""Training curves from OUT/metrics.jsonl: reward, detection (train-split rollouts and the
+held-out eval), valid calls, citations, hacky reports and strategy entropy.
 
     python -m training.plots OUT [OUT2 ...] [--png FILE]
 
@@ -16,11 +17,15 @@ from training.metrics import read_metrics
 
 PANELS = (
     ("reward/mean", "rollout reward (mean ± std)"),
+    ("grounded_rate", "train-split grounded detection (rollouts)"),
     ("eval/grounded_rate", "held-out grounded detection"),
     ("eval/detection_rate", "held-out named detection"),
-    ("strategy_entropy_bits", "strategy entropy (bits)"),
+    ("valid_tool_call_rate", "valid tool calls (share of turns)"),
+    ("citation_rate", "reports that cite (share)"),
     ("hacky_rate", "hacky reports (share)"),
+    ("strategy_entropy_bits", "strategy entropy (bits)"),
 )
+COLUMNS = 4
 
 
 def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
@@ -35,7 +40,11 @@ def plot_runs(runs: list[Path], png: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(4.2 * len(PANELS), 3.4))
+    rows = -(-len(PANELS) // COLUMNS)
+    fig, grid = plt.subplots(rows, COLUMNS, figsize=(4.2 * COLUMNS, 3.4 * rows), squeeze=False)
+    axes = list(grid.flat)[: len(PANELS)]
+    for spare in list(grid.flat)[len(PANELS) :]:
+        spare.set_visible(False)
     for run in runs:
         records = read_metrics(run)
         label = run.name

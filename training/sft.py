@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from auditor.prompts import Manual, auditor_system_prompt
 from scaffold.events import EVENT_ADAPTER
+from scaffold.providers.hf_local import autocast
 from scaffold.providers.token_prompts import PromptBuilder
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
@@ -31,7 +32,7 @@ from scaffold.transcript import Transcript
 from targets.quirks import get_quirk
 from training.config import TrainConfig, dump_config
 from training.metrics import MetricsLog, ProgressSink, print_progress, refuse_earlier_run
-from training.policy import load_base, lora_config, rollout_sampler
+from training.policy import load_base, lora_config, rollout_sampler, uses_bf16
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +59,14 @@ def read_transcript(path: Path) -> Transcript:
     return Transcript.from_events(data["run_id"], [EVENT_ADAPTER.validate_python(e) for e in data["events"]])
 
 
-def eval_transcripts(directory: Path, keep: str) -> tuple[list[Transcript], dict[str, int]]:
-    """The usable transcripts of an eval directory: train-split and control audits that completed,
-    and, with `keep` identified or grounded, whose verdict says so (controls: no false positive)."""
+def eval_transcripts(directory: Path, keep: str, controls: bool = True) -> tuple[list[Transcript], dict[str, int]]:
+    """The usable transcripts of an eval directory: train-split and (with `controls`) control
+    audits that completed, and, with `keep` identified or grounded, whose verdict says so
+    (controls: no false positive)."""
     rows_path = directory / "audits.jsonl"
     if not rows_path.exists():
         raise SpecError(f"sft.data {directory}: not an eval directory (no audits.jsonl); make one with `audit eval --out`")
-    skipped = {"heldout": 0, "failed": 0, f"not_{keep}": 0, "missing": 0}
+    skipped = {"heldout": 0, "failed": 0, f"not_{keep}": 0, "missing": 0, "control": 0}
     transcripts = []
     for line in rows_path.read_text().splitlines():
         try:
@@ -77,6 +79,9 @@ def eval_transcripts(directory: Path, keep: str) -> tuple[list[Transcript], dict
             continue
         if row.get("status") != "completed":
             skipped["failed"] += 1
+            continue
+        if split == "control" and not controls:
+            skipped["control"] += 1
             continue
         if keep != "all" and (row.get(keep) is False or row.get("false_positive") is True):
             skipped[f"not_{keep}"] += 1
@@ -150,7 +155,7 @@ def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
     rows: list[SftRow] = []
     skipped: dict[str, int] = {"too_long": 0}
     for entry in config.sft.data:
-        transcripts, skips = eval_transcripts(Path(entry), config.sft.keep)
+        transcripts, skips = eval_transcripts(Path(entry), config.sft.keep, config.sft.controls)
         for key, n in skips.items():
             skipped[key] = skipped.get(key, 0) + n
         for transcript in transcripts:
@@ -164,11 +169,13 @@ def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
     return SftData(rows=rows, skipped=skipped)
 
 
-def sft_loss(model: Any, row: SftRow, device: torch.device) -> torch.Tensor:
-    """Mean next-token cross-entropy over the row's auditor tokens."""
+def sft_loss(model: Any, row: SftRow, device: torch.device, bf16: bool = False) -> torch.Tensor:
+    """Mean next-token cross-entropy over the row's auditor tokens (the forward under bf16
+    autocast with `bf16`; the loss itself in fp32)."""
     ids = torch.tensor([row.input_ids], device=device)
     mask = torch.tensor(row.loss_mask[1:], device=device, dtype=torch.bool)
-    logits = model(input_ids=ids).logits[0, :-1]
+    with autocast(device, bf16):
+        logits = model(input_ids=ids).logits[0, :-1]
     return torch.nn.functional.cross_entropy(logits[mask].float(), ids[0, 1:][mask])
 
 
@@ -204,6 +211,8 @@ def run_sft(
     optimizer = torch.optim.AdamW(params, lr=config.sft.lr)
     metrics = MetricsLog(out)
     device = next(model.parameters()).device
+    # The same rule as GRPO's update: with `auto`, bf16 where the device computes it natively.
+    bf16 = uses_bf16(config, device, "update")
     order = random.Random(config.seed)
     step = 0
     for epoch in range(config.sft.epochs):
@@ -211,7 +220,7 @@ def run_sft(
         order.shuffle(rows)
         for row in rows:
             started = time.perf_counter()
-            loss = sft_loss(model, row, device)
+            loss = sft_loss(model, row, device, bf16)
             optimizer.zero_grad()
             loss.backward()
             norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
@@ -219,7 +228,8 @@ def run_sft(
             step += 1
             record = {
                 "stage": "sft", "step": step, "epoch": epoch, "loss": loss.item(), "grad_norm": float(norm),
-                "tokens": len(row.input_ids), "loss_tokens": sum(row.loss_mask), "time/step_s": time.perf_counter() - started,
+                "bf16_autocast": bf16, "tokens": len(row.input_ids), "loss_tokens": sum(row.loss_mask),
+                "time/step_s": time.perf_counter() - started,
             }
             metrics.write(record)
             progress(step, total, f"sft step {step}/{total}  loss {record['loss']:.4f}  {record['time/step_s']:.1f}s")
