@@ -3,7 +3,7 @@ or any model spec string (an LLM auditor with native tools)."""
 
 from __future__ import annotations
 
-from auditor.heuristic import HeuristicAuditor
+from auditor.heuristic import HEURISTIC_SPECS, HeuristicAuditor
 from scaffold.model import ChatModel
 from scaffold.providers import build_model
 from scaffold.secrets import SecretRegistry
@@ -13,6 +13,6 @@ from scaffold.specs import model_spec_from_arg
 def build_auditor(spec: str, secrets: SecretRegistry) -> ChatModel:
     """The auditor ChatModel for `spec`: `heuristic`, `heuristic:sampled`, a model short string
     (`anthropic:MODEL`, `hf:smollm2-135m+constrained`, `vllm:URL#MODEL`, ...) or a model-spec YAML file."""
-    if spec in ("heuristic", "heuristic:sampled"):
-        return HeuristicAuditor(sampled=spec == "heuristic:sampled")
+    if spec in HEURISTIC_SPECS:
+        return HeuristicAuditor(sampled=HEURISTIC_SPECS[spec])
     return build_model(model_spec_from_arg(spec, "--auditor"), secrets)

@@ -52,6 +52,11 @@ def _plan(max_steps: int, families: Sequence[ProbeFamily] = FAMILIES) -> list[tu
     return steps[:max_steps]
 
 
+# The auditor specs that name the heuristic, and whether each samples its probe order:
+# the one list that `auditor.build` and the eval runner read.
+HEURISTIC_SPECS = {"heuristic": False, "heuristic:sampled": True}
+
+
 def sampled_order(seed: int) -> list[ProbeFamily]:
     """The probe families in an order drawn from `seed` (the same seed, the same order)."""
     families = list(FAMILIES)
@@ -66,7 +71,7 @@ class HeuristicAuditor:
 
     def __init__(self, sampled: bool = False) -> None:
         self.sampled = sampled
-        self.name = "heuristic:sampled" if sampled else "heuristic"
+        self.name = next(spec for spec, samples in HEURISTIC_SPECS.items() if samples == sampled)
 
     def _families(self, config: GenerateConfig | None, turn: int) -> Sequence[ProbeFamily]:
         # The scaffold seeds call k of an audit with seed + k (scaffold/nodes.py), so

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from auditor.build import build_auditor
+from auditor.heuristic import HEURISTIC_SPECS
 from evals.audit_job import (
     AuditJob,
     AuditModels,
@@ -158,7 +159,7 @@ def _exclusive(out: Path) -> Iterator[None]:
 
 
 def _label(spec: str) -> str | None:
-    if spec.startswith("heuristic"):
+    if spec in HEURISTIC_SPECS:
         return None
     try:
         return model_spec_from_arg(spec).label()
