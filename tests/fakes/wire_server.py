@@ -112,14 +112,17 @@ def _handler_class(server: WireServer) -> type[BaseHTTPRequestHandler]:
                 body = raw
             headers = {k.lower(): v for k, v in self.headers.items()}
             reply = server._next_reply(RecordedRequest("POST", self.path, headers, body))
-            try:
-                self._answer(reply)
-            finally:
-                server._done()
+            self._answer(reply)
 
         def _answer(self, reply: Reply) -> None:
-            if reply.delay_s:
-                time.sleep(reply.delay_s)
+            try:
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+            finally:
+                # A request stops counting as in flight before its first byte goes back: once the
+                # client has the reply it may send the next one, which must not find this one
+                # still counted (the race that made a client limit of 3 read as 4 under load).
+                server._done()
             if reply.drop:
                 # Reset rather than close politely, so the client sees a dropped connection.
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
