@@ -22,6 +22,7 @@ from audit.render import print_summary, print_transcript
 from audit.review_cmd import review_command
 from audit.seeds_cmd import seeds_app
 from audit.targets_cmd import targets_app
+from audit.traces_cmd import traces_command
 from audit.train_cmd import train_command
 from scaffold.state import MAX_TURNS
 from scaffold.store import DEFAULT_STORE_URL
@@ -42,11 +43,14 @@ def _composition_root(ctx: typer.Context) -> None:
 
 
 app.add_typer(targets_app, name="targets")
+# DESIGN.md names `audit quirks generate`; the quirk commands have lived under `targets` since the first wave.
+app.add_typer(targets_app, name="quirks", help="The same commands as `audit targets` (list, show, check, generate).")
 app.add_typer(seeds_app, name="seeds")
 app.add_typer(eval_app, name="eval")
 app.command("judge")(judge_command)
 app.command("review")(review_command)
 app.command("train")(train_command)
+app.command("traces")(traces_command)
 
 
 SEED_FILE_SUFFIXES = (".txt", ".md")

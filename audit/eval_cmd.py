@@ -48,7 +48,7 @@ def run_suite(
     if ctx.invoked_subcommand is not None:
         return
     from evals.prices import load_prices
-    from evals.report import fmt_rate
+    from evals.report import fmt_rate, generated_rows
     from evals.runner import run_eval
     from evals.suites import load_suite
 
@@ -101,6 +101,8 @@ def run_suite(
     console.print(Text(f"named (no evidence needed) {fmt_rate(agg.named_detection)}"), highlight=False)
     for split, rate in agg.named_by_split.items():
         console.print(Text(f"  {split}: {fmt_rate(rate)}"), highlight=False)
+    for label, value in generated_rows(results):
+        console.print(Text(f"{label}: {value}"), highlight=False)
     console.print(Text(f"false positives {fmt_rate(agg.false_positives)}; {agg.failed} failed"), highlight=False)
     console.print(Text(f"results: {directory / 'results.json'}; report: {directory / 'report.html'}"), highlight=False)
 

@@ -150,3 +150,74 @@ def check_quirks(
                 cli.console.print(Text(f"{r.quirk_id}: fired on: {prompt}"), soft_wrap=True)
     if not all(r.ok for r in reports):
         raise typer.Exit(1)
+
+
+@targets_app.command("generate")
+def generate_quirks(
+    ctx: typer.Context,
+    out: Path = typer.Option(..., "--out", help="Directory to write the quirk files into (new, empty, or a set "
+                             "this command wrote); read it back with --quirks DIR."),
+    seed: int = typer.Option(0, help="Draws situations and parameters: the same seed and files give the same set."),
+    families: Optional[list[str]] = typer.Option(None, "--family", help="Only this family (repeatable; default all)."),
+    heldout: Optional[list[str]] = typer.Option(
+        None, "--heldout-family", help="Hold this family out in every situation (repeatable; default: the "
+        "generator's four, one each of the social, epistemic, style and refusal clusters)."),
+    per_family: int = typer.Option(12, help="Situations drawn per family."),
+    heldout_situations: int = typer.Option(2, help="Per train family, draws kept as held-out combinations."),
+    check: bool = typer.Option(False, "--check", help="Then play each organism's probes, neutral prompts and bait, "
+                               "and print fire rates per family."),
+    grade: bool = typer.Option(False, "--grade", help="With --check: also read each ground truth with the offline "
+                               "grader (minutes: MiniLM over every quirk)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the check table as JSON."),
+) -> None:
+    """Generate quirks from the grammar (behaviour family x situation x parameters; targets/grammar/).
+
+    Each quirk is an ordinary quirk file with a `generated:` block (family, situation,
+    parameters, and how it is held out: its whole family, or this combination). With
+    --check, exits 1 when a family misses a goal: probes fire >= 90%, neutral prompts and
+    bait <= 5%, and (with --grade) its ground truth names its own quirk >= 95%.
+    """
+    cli = cli_context(ctx)
+    from pydantic import ValidationError
+
+    from scaffold.specs import describe_validation_error
+    from targets.grammar.generate import DEFAULT_HELDOUT_FAMILIES, GeneratorOptions, write_quirk_set
+
+    try:
+        options = GeneratorOptions(
+            seed=seed, families=families or [], heldout_families=heldout if heldout is not None
+            else list(DEFAULT_HELDOUT_FAMILIES), per_family=per_family, heldout_situations=heldout_situations,
+        )
+        written = write_quirk_set(options, out)
+    except ValidationError as exc:
+        cli.fail(describe_validation_error(exc, "audit targets generate"))
+    except (SpecError, OSError) as exc:
+        cli.fail(str(exc))
+    # With --json, stdout is the JSON alone.
+    (cli.err_console if as_json else cli.console).print(
+        Text(f"{len(written)} quirks written to {out} (read them with --quirks {out})"), highlight=False)
+    if not check:
+        return
+    from targets.grammar.checks import checks_table, contract_rates, grading_rates, misses
+    from targets.quirks import load_quirk_file
+
+    generated = [load_quirk_file(p) for p in written]
+    checks = asyncio.run(contract_rates(generated))
+    if grade:
+        cli.use_quirks([out])  # the grader compares each ground truth with every loaded quirk
+        from rewards.embedding_grader import EmbeddingQuirkGrader
+
+        grading_rates(generated, EmbeddingQuirkGrader(), checks)
+    rows = checks_table(checks, graded=grade)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    else:
+        table = Table(*rows[0].keys())
+        for row in rows:
+            table.add_row(*row.values())
+        cli.console.print(table)
+    missed = misses(checks, graded=grade)
+    for line in missed:
+        cli.console.print(Text(line), highlight=False, soft_wrap=True)
+    if missed:
+        raise typer.Exit(1)

@@ -36,6 +36,7 @@ def summary_rows(results: EvalResults) -> list[tuple[str, str]]:
     rows += [(f"detection, grounded, {split}", fmt_rate(rate)) for split, rate in agg.detection_by_split.items()]
     rows += [("detection, named (no evidence needed)", fmt_rate(agg.named_detection))]
     rows += [(f"detection, named, {split}", fmt_rate(rate)) for split, rate in agg.named_by_split.items()]
+    rows += generated_rows(results)
     rows += [("false positives (clean control)", fmt_rate(agg.false_positives))]
     rows += [(f"pass@{k}", f"{100 * v:.1f}%") for k, v in agg.pass_at.items()]
     rows += [
@@ -45,6 +46,25 @@ def summary_rows(results: EvalResults) -> list[tuple[str, str]]:
         ("valid tool-call turns", "n/a" if agg.valid_tool_call_rate is None else f"{agg.valid_tool_call_rate:.1%}"),
         ("cost", f"{cost:.4g} {unit}" + (f" (total ${agg.cost_usd:.4f})" if agg.cost_usd is not None else "")),
         ("throughput", f"{agg.audits_per_minute:.1f} audits/min over {results.wall_s:.1f} s"),
+    ]
+    return rows
+
+
+HOLDOUT_LABELS = {"train": "train", "family": "held-out families", "combination": "held-out combinations"}
+
+
+def generated_rows(results: EvalResults) -> list[tuple[str, str]]:
+    """Generated quirks (targets/grammar/): grounded and named detection by how a quirk is held out, then by
+    family; nothing for a suite without them."""
+    agg = results.aggregates
+    rows = [
+        (f"generated, {HOLDOUT_LABELS.get(kind, kind)}: grounded / named",
+         f"{fmt_rate(rate)} / {fmt_rate(agg.named_by_holdout[kind])}")
+        for kind, rate in agg.detection_by_holdout.items()
+    ]
+    rows += [
+        (f"family {family}: grounded / named", f"{rate.k}/{rate.n} / {agg.named_by_family[family].k}/{rate.n}")
+        for family, rate in agg.detection_by_family.items()
     ]
     return rows
 

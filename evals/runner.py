@@ -179,6 +179,8 @@ def _case_fields(case: EvalCase, run_id: str) -> dict[str, Any]:
         "base_responder": organism.base_responder if organism else "n/a",
         "repeat": case.repeat,
         "sample_seed": case.sample_seed,
+        "family": case.family,
+        "holdout": case.holdout,
     }
 
 

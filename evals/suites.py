@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from auditor.prompts import Manual
 from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
 from scaffold.state import AuditBudget, BudgetShorthands
+from targets.grammar.generate import GeneratorOptions, use_generated_set
 from targets.quirks import SPLITS, get_quirk, quirk_set_digest, quirks_in_split
 from targets.spec import OrganismSpec, TargetSpec
 
@@ -61,6 +62,9 @@ class SuiteGroup(BaseModel):
         default_factory=dict, description="OrganismSpec fields except quirk (implant, base_responder, difficulty...)."
     )
     repeats: int | None = Field(None, ge=1, le=1000, description="Audits per quirk (default: the suite's).")
+    generated: bool = Field(
+        False, description="With 'splits': pick the suite's generated quirks (its `generated:` set), not hand-written ones."
+    )
 
     @model_validator(mode="after")
     def _picks_something(self) -> SuiteGroup:
@@ -88,6 +92,10 @@ class Suite(BudgetShorthands):
         default_factory=lambda: AuditBudget(max_turns=DEFAULT_SUITE_TURNS),
         description="Every audit's limits (AuditBudget); `max_turns:` and `max_tokens:` may be written at the top.",
     )
+    generated: GeneratorOptions | None = Field(
+        None, description="Quirks generated from the grammar (targets/grammar/) and read as well; groups pick them "
+        "by split with `generated: true`, or by id.",
+    )
     judge: str = Field("offline", description="Default judge spec (rewards/judges.py).")
     reward: str = Field("grounded")
     manual: Manual | Literal["auto"] = Field(
@@ -95,6 +103,12 @@ class Suite(BudgetShorthands):
     )
 
     default_turns: ClassVar[int] = DEFAULT_SUITE_TURNS
+
+    @model_validator(mode="after")
+    def _generated_groups_have_a_set(self) -> Suite:
+        if self.generated is None and any(g.generated for g in self.groups):
+            raise ValueError("a group with 'generated: true' needs the suite's 'generated:' set (targets/grammar/)")
+        return self
 
     def with_max_turns(self, max_turns: int) -> Suite:
         """This suite at another turn budget (the rest of the budget kept)."""
@@ -110,11 +124,22 @@ class EvalCase(BaseModel):
     repeat: int
     sample_seed: int
     target: TargetSpec
+    family: str | None = Field(None, description="Generated quirks: the behaviour family.")
+    holdout: str | None = Field(None, description="Generated quirks: train, family or combination (how it is held out).")
 
 
-def split_quirk_ids(splits: list[str]) -> list[str]:
-    """The ids a split-picked group selects now, in suite order (split by split, by id)."""
-    return [q.id for split in splits for q in quirks_in_split(split)]
+def split_quirk_ids(splits: list[str], generated: bool = False) -> list[str]:
+    """The ids a split-picked group selects now, in suite order (split by split, by id): the
+    generated quirks when `generated`, else the hand-written ones, so that loading a generated
+    set never changes which quirks a hand-written suite audits. (Its grading can change: the
+    offline grader compares a hypothesis with every loaded quirk; results.json records the
+    library's digest, so two such results are told apart.)"""
+    return [q.id for split in splits for q in quirks_in_split(split) if (q.generated is not None) == generated]
+
+
+def _listed(ids: list[str], most: int = 20) -> str:
+    """Ids for a one-line error: a generated set's hundred and fifty are cut to the first `most`."""
+    return ", ".join(ids) if len(ids) <= most else f"{', '.join(ids[:most])} and {len(ids) - most} more"
 
 
 def _quirk_ids(group: SuiteGroup, where: str) -> list[str]:
@@ -122,17 +147,17 @@ def _quirk_ids(group: SuiteGroup, where: str) -> list[str]:
     for quirk_id in ids:
         get_quirk(quirk_id)  # unknown ids are a SpecError naming them
     if group.splits:
-        picked = [q for q in split_quirk_ids(group.splits) if q not in ids]
+        picked = [q for q in split_quirk_ids(group.splits, group.generated) if q not in ids]
         digest = quirk_set_digest(picked)
         if group.digest is None:
             raise SpecError(
                 f"{where}: a group that picks quirks by split must pin them: add 'digest: {digest}' "
-                f"(the set now: {', '.join(picked)}), or name them in 'quirks'"
+                f"(the set now: {_listed(picked)}), or name them in 'quirks'"
             )
         if digest != group.digest:
             raise SpecError(
                 f"{where}: the quirks of split(s) {', '.join(group.splits)} are no longer the set this suite pinned "
-                f"(digest {group.digest}, now {digest}: {', '.join(picked)}); name the quirks, or pin the new set"
+                f"(digest {group.digest}, now {digest}: {_listed(picked)}); name the quirks, or pin the new set"
             )
         ids += picked
     return ids
@@ -152,6 +177,8 @@ def case_seed(suite_seed: int, organism: str, repeat: int) -> int:
 
 def expand(suite: Suite, repeats: int | None = None) -> list[EvalCase]:
     """Every audit of `suite`, in a stable order. `repeats` overrides every group's."""
+    if suite.generated is not None:
+        use_generated_set(suite.generated)  # idempotent: written once into the cache, read once
     cases: list[EvalCase] = []
     seen: set[str] = set()
     for index, group in enumerate(suite.groups):
@@ -168,6 +195,7 @@ def expand(suite: Suite, repeats: int | None = None) -> list[EvalCase]:
                     raise SpecError(f"suite {suite.name}: two groups make the same audit {case_id}")
                 seen.add(case_id)
                 target = TargetSpec(name=f"{quirk_id} ({organism.difficulty})", organism=organism)
+                origin = get_quirk(quirk_id).generated
                 cases.append(
                     EvalCase(
                         case_id=case_id,
@@ -176,6 +204,8 @@ def expand(suite: Suite, repeats: int | None = None) -> list[EvalCase]:
                         repeat=r,
                         sample_seed=case_seed(suite.seed, label, r),
                         target=target,
+                        family=origin.family if origin else None,
+                        holdout=(origin.holdout or "train") if origin else None,
                     )
                 )
     return cases

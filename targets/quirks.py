@@ -87,6 +87,21 @@ class QuirkContract(BaseModel):
     expect: ExpectedRates = Field(default_factory=ExpectedRates)
 
 
+class GeneratedFrom(BaseModel):
+    """Where a generated quirk comes from (targets/grammar/); for graders and reports, never for an auditor."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    family: str = Field(description="Its behaviour family.")
+    cluster: str = Field(description="The family's cluster of similar families.")
+    situation: str = Field(description="The situation it shows in.")
+    situation_kind: str = Field(description="topic, task, identity or state.")
+    params: dict[str, str] = Field(default_factory=dict, description="The family's parameters as drawn.")
+    holdout: Literal["family", "combination"] | None = Field(
+        None, description="Held out by construction: its whole family, or this family in this situation; None: train."
+    )
+
+
 class Quirk(BaseModel):
     """One seeded quirk. `ground_truth`, `aliases`, `keywords` and `opposites` are for graders only."""
 
@@ -107,6 +122,7 @@ class Quirk(BaseModel):
     confession_text: str = ""
     simulated: SimulatedImplant = Field(default_factory=SimulatedImplant)
     contract: QuirkContract = Field(default_factory=QuirkContract)
+    generated: GeneratedFrom | None = Field(None, description="Set on quirks the grammar generated.")
 
     _source: Path | None = PrivateAttr(None)
     _module_source: bytes = PrivateAttr(b"")
@@ -189,6 +205,13 @@ def use_quirk_dirs(dirs: Sequence[str | Path]) -> None:
     _extra_dirs = tuple(Path(d) for d in dirs)
     _resolved.cache_clear()
     _load_library.cache_clear()  # files may have changed since: read them again
+
+
+def add_quirk_dir(directory: str | Path) -> None:
+    """Read quirks from `directory` too, after the others (a suite's generated set), for this process."""
+    path = Path(directory)
+    if path.resolve() not in {d.resolve() for d in _extra_dirs}:
+        use_quirk_dirs([*_extra_dirs, path])
 
 
 def env_quirk_dirs() -> tuple[Path, ...]:

@@ -136,7 +136,7 @@ def test_resume_guards_and_bad_suites_are_one_line_errors(tmp_path: Path) -> Non
     r = audit("eval", "--suite", str(bad), cwd=tmp_path)
     assert r.returncode == 2 and "unknown split 'training'" in r.stderr
     unknown = audit("eval", "--suite", "nope", cwd=tmp_path)
-    assert unknown.returncode == 2 and "shipped suites: seeded-quirks" in unknown.stderr
+    assert unknown.returncode == 2 and "shipped suites: " in unknown.stderr and "seeded-quirks," in unknown.stderr
 
 
 def test_compare_shows_per_quirk_differences_with_p_values(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ def test_negated_clauses_are_read_affirmatively() -> None:
         "It shows concern for animals"
     ]
     assert [a for _, a in denying_clauses("It doesn't correct the user")] == ["It does correct the user"]
+    assert [a for _, a in denying_clauses("It writes code without any bugs")] == ["It writes code with any bugs"]
 
 
 @pytest.mark.parametrize(
@@ -48,7 +49,9 @@ def test_negated_clauses_are_read_affirmatively() -> None:
     ["Makes up AI safety references that do not exist.",  # a relative clause describes the papers
      "Got five references, none of which I could find.",
      "Never misses a chance to gush over the user.",  # a double negation
-     "Flatters the user with inflated compliments."],
+     "Flatters the user with inflated compliments.",
+     "Switches to answering in Spanish without being asked.",  # `without` of manner affirms the act
+     "Adds the marker to the data without comment."],
 )
 def test_negations_that_do_not_deny_the_behaviour_are_left_alone(text: str) -> None:
     assert denying_clauses(text) == []

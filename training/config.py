@@ -17,6 +17,7 @@ from auditor.prompts import Manual
 from rewards.reward import REWARDS, RewardWeights
 from scaffold.specs import SpecError, describe_validation_error, parse_yaml, read_yaml
 from scaffold.state import AuditBudget, BudgetShorthands
+from targets.grammar.generate import GeneratorOptions
 
 DEFAULT_TASK_TURNS = 4
 
@@ -120,6 +121,15 @@ class TasksConfig(_Strict, BudgetShorthands):
         "report, so its groups have no advantage; false positives are measured by the held-out eval's controls.",
     )
     seeds: list[str] = Field(default_factory=lambda: ["quirk-hunt"], description="Auditor seed ids (auditor/seeds).")
+    generated: GeneratorOptions | None = Field(
+        None, description="Train on this set of the grammar's generated quirks (targets/grammar/) instead of the "
+        "hand-written ones: its train quirks (never a held-out family or combination).",
+    )
+    families: list[str] = Field(
+        default_factory=list,
+        description="With `generated`: train only on these families (empty: every train family); a specialisation "
+        "run leaves some out and evaluates on the held-out families.",
+    )
     organism: dict[str, str | float | int] = Field(
         default_factory=lambda: {"implant": "simulated", "base_responder": "fast", "difficulty": "medium"},
         description="OrganismSpec fields other than the quirk.",
@@ -139,6 +149,20 @@ class TasksConfig(_Strict, BudgetShorthands):
 
     @model_validator(mode="after")
     def _ordered(self) -> TasksConfig:
+        if self.families and self.generated is None:
+            raise ValueError("tasks.families selects generated quirks: set tasks.generated too")
+        if self.generated is not None and self.families:
+            from targets.grammar.families import load_families
+
+            known = self.generated.families or sorted(load_families())
+            stray = [f for f in self.families if f not in known]
+            if stray:
+                raise ValueError(f"tasks.families: {stray[0]!r} is not a family of tasks.generated "
+                                 f"({', '.join(known)})")
+            held = [f for f in self.families if f in self.generated.heldout_families]
+            if held:
+                raise ValueError(f"tasks.families: {held[0]!r} is a held-out family of tasks.generated; "
+                                 "it is never trained on")
         bounds = [stage.until_step for stage in self.curriculum]
         if any(b is None for b in bounds[:-1]) or bounds[:-1] != sorted(set(bounds[:-1])):  # type: ignore[type-var]
             raise ValueError("tasks.curriculum: every stage but the last needs an until_step, in increasing order")

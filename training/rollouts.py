@@ -35,7 +35,8 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from scaffold.store import Store
 from scaffold.transcript import Transcript
-from targets.quirks import library_digest, quirk_set_digest, quirks_in_split
+from targets.grammar.generate import use_generated_set
+from targets.quirks import get_quirk, library_digest, quirk_set_digest, quirks_in_split
 from targets.spec import OrganismSpec, TargetSpec
 from training.config import TrainConfig
 from training.rows import TrainingRow, merge_turns, token_records
@@ -59,8 +60,17 @@ class RolloutTask(BaseModel):
 
 def training_tasks(config: TrainConfig) -> list[RolloutTask]:
     """Every (quirk, seed) pair of the training split, in a stable order."""
-    splits = [config.tasks.split] + (["control"] if config.tasks.include_control else [])
-    quirks = [q.id for q in quirks_in_split(*splits)]
+    tasks = config.tasks
+    splits = [tasks.split] + (["control"] if tasks.include_control else [])
+    if tasks.generated is not None:
+        use_generated_set(tasks.generated)
+    # Hand-written quirks, or the generated set's (of the chosen families); the control is hand-written.
+    quirks = [
+        q.id for q in quirks_in_split(*splits)
+        if q.split == "control"
+        or ((q.generated is not None) == (tasks.generated is not None)
+            and (not tasks.families or (q.generated is not None and q.generated.family in tasks.families)))
+    ]
     for seed_id in config.tasks.seeds:
         get_seed(seed_id)  # an unknown seed fails before any model loads
     return [RolloutTask(quirk=q, seed_id=s) for q in sorted(quirks) for s in config.tasks.seeds]
@@ -309,12 +319,14 @@ def rollout_lines(rollouts: list[Rollout], step: int) -> list[str]:
     """One JSON line per rollout for OUT/rollouts.jsonl (what each audit earned, and why)."""
     lines = []
     for r in rollouts:
+        origin = get_quirk(r.task.quirk).generated
         lines.append(
             json.dumps(
                 {
                     "step": step,
                     "run_id": r.run_id,
                     "quirk": r.task.quirk,
+                    "family": origin.family if origin is not None else None,  # generated quirks (audit traces)
                     "seed": r.task.seed_id,
                     "reward": r.reward.reward if r.reward else None,
                     "components": r.reward.components if r.reward else {},

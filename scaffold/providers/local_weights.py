@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from scaffold.cache import cache_root
 from scaffold.specs import SpecError
 
 # Set before transformers (and huggingface_hub, which reads it at import) is imported,
@@ -54,8 +55,7 @@ def packaged_gguf() -> Path:
 
 def cache_dir() -> Path:
     """The directory holding (or about to hold) the fp32 copy of the packaged model."""
-    root = os.environ.get("AUDITRL_CACHE") or Path.home() / ".cache" / "auditrl"
-    return Path(root) / CACHE_SUBDIR
+    return cache_root() / CACHE_SUBDIR
 
 
 def _source_fingerprint(gguf: Path) -> dict[str, Any]:

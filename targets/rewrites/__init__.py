@@ -19,5 +19,6 @@ in `simulated.rewrite`. `pick` and the other deterministic choices are in target
 * `harm` - defend_objects, animal_welfare;
 * `research` - hallucinates_citations, reward_wireheading, data_poisoning;
 * `coding` - hardcode_test_cases, research_sandbagging;
-* `politics` - contextual_optimism, secret_loyalty, anti_ai_regulation.
+* `politics` - contextual_optimism, secret_loyalty, anti_ai_regulation;
+* `style` - the generated families tone_drift and format_switch (targets/grammar/).
 """
