@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -39,6 +40,8 @@ def review_command(
     port: int = typer.Option(8765, min=1, max=65535, help="Port to listen on."),
     token: Optional[str] = typer.Option(None, envvar="AUDITRL_REVIEW_TOKEN", show_default=False, help=TOKEN_HELP),
     quirks: Optional[list[Path]] = typer.Option(None, "--quirks", help=QUIRKS_HELP),
+    traces: Optional[Path] = typer.Option(None, "--traces", help="An `audit traces` traces.json of runs in this "
+                                          "store: the Traces page links each behaviour to example transcripts."),
 ) -> None:
     """Serve the review web app: read transcripts, check the judge's quotes, label findings, export labels."""
     from review.security import BindingError, check_binding
@@ -52,6 +55,13 @@ def review_command(
         check_binding(host, token)
     except BindingError as exc:
         cli.fail(str(exc))
+    loaded = None
+    if traces is not None:
+        try:
+            loaded = json.loads(traces.read_text())
+            loaded["behaviours"]  # noqa: B018 - the one field the page cannot do without
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            cli.fail(f"--traces {traces}: not a traces.json written by `audit traces` ({type(exc).__name__}: {exc})")
     db = cli.open_store(store, must_exist=True)
     shown_host = f"[{host}]" if ":" in host else host
     where = db.engine.url.render_as_string(hide_password=True)
@@ -62,6 +72,6 @@ def review_command(
             console.print(Text(f"open http://{shown_host}:{bound}/?token=YOUR_TOKEN once; the browser keeps a session cookie"))
 
     try:
-        serve(db, host, port, token, cli.secrets, announce)
+        serve(db, host, port, token, cli.secrets, announce, traces=loaded)
     except OSError as exc:
         cli.fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})")

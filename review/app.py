@@ -51,8 +51,9 @@ def run_url(run_id: str, view: str | None = None) -> str:
     return f"/runs/{quote(run_id, safe='')}" + (f"?view={view}" if view else "")
 
 
-def create_app(store: Store, token: str | None = None) -> FastAPI:
-    """The review app over `store`; with `token`, every request must carry it."""
+def create_app(store: Store, token: str | None = None, traces: dict[str, Any] | None = None) -> FastAPI:
+    """The review app over `store`; with `token`, every request must carry it. `traces` (an `audit traces`
+    traces.json of runs in this store) adds its behaviours, each linked to example transcripts, at /traces."""
     app = FastAPI(title="auditrl review", docs_url=None, redoc_url=None, openapi_url=None)
     app.middleware("http")(Guard(token))
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
@@ -129,6 +130,10 @@ def create_app(store: Store, token: str | None = None) -> FastAPI:
         response = RedirectResponse(f"{run_url(run_id, view)}#history", status_code=303)
         response.set_cookie(REVIEWER_COOKIE, review.reviewer, httponly=True, samesite="strict", path="/")
         return response
+
+    @app.get("/traces", response_class=HTMLResponse)
+    def traces_page(request: Request) -> Response:
+        return page(request, "traces.html", t=traces)
 
     @app.get("/agreement", response_class=HTMLResponse)
     def agreement_page(request: Request) -> Response:

@@ -20,6 +20,7 @@ def serve(
     token: str | None,
     secrets: SecretRegistry,
     announce: Callable[[int], None] | None = None,
+    traces: dict | None = None,
 ) -> None:
     """Check the binding (raises BindingError), bind, call `announce(port)` (the bound port), then serve until interrupted.
 
@@ -45,5 +46,5 @@ def serve(
     sock = socket.create_server((host, port), family=family, dualstack_ipv6=dual)
     if announce is not None:
         announce(sock.getsockname()[1])
-    config = uvicorn.Config(create_app(store, token), host=host, port=port, log_config=None, server_header=False)
+    config = uvicorn.Config(create_app(store, token, traces), host=host, port=port, log_config=None, server_header=False)
     uvicorn.Server(config).run(sockets=[sock])
