@@ -252,3 +252,28 @@ def test_specialisation_variants_and_their_configs(cache, tmp_path) -> None:  # 
     assert [r["variant"] for r in rows] == list(found)
     assert seen == [(name, set(v.families)) for name, v in found.items()]
     assert all(set(r["by_family"]) == {"one_sided"} and r["by_family"]["one_sided"]["n"] == 2 for r in rows)
+
+
+def test_no_auditor_text_paraphrases_a_generated_held_out_family(tmp_path, package_quirks_only) -> None:  # type: ignore[no-untyped-def]
+    """The held-out issue's paraphrase check, over the held-out families' generated quirks; it can
+    fail: a held-out ground truth planted among the auditor's texts is caught."""
+    from rewards.embedding_grader import SIMILARITY_RULE
+    from targets.quirks import all_quirks
+    from tests.conftest import offline_grader_or_skip
+    from tests.test_split_hygiene import PARAPHRASE_SIMILARITY, _auditor_code_texts, _manual, _seed_texts
+
+    grader = offline_grader_or_skip()
+    write_quirk_set(GeneratorOptions(), tmp_path / "set")
+    use_quirk_dirs([tmp_path / "set"])
+    held = {q.id: q for q in all_quirks().values() if q.generated is not None and q.generated.holdout == "family"}
+    planted = held["g_one_sided_finance"].ground_truth
+    units = [(w, t) for w, t in [*_auditor_code_texts(), ("manual", _manual()), *_seed_texts()] if len(t.split()) >= 3]
+    units.append(("planted", planted))
+    first = grader.describe([t for _, t in units], next(iter(held.values())))
+    close = []
+    for (where, text), match in zip(units, first):
+        if match.nearest in held and match.nearest_similarity >= PARAPHRASE_SIMILARITY:
+            again = grader.describe([text], held[match.nearest])[0]
+            if again.matches(match.nearest, SIMILARITY_RULE) and again.similarity >= PARAPHRASE_SIMILARITY:
+                close.append(where)
+    assert close == ["planted"]
