@@ -60,6 +60,8 @@ def test_planted_behaviours_are_labelled(tmp_path: Path) -> None:
     assert _labels(result, Y) == {"vestigial"}
     assert "penalised" in _labels(result, Z)
     assert "benchmark-shaped" in _labels(result, W)
+    shaped = {b["behaviour"] for b in result["behaviours"] if any(x["label"] == "benchmark-shaped" for x in b["labels"])}
+    assert shaped == {W, "seq:sample_user_turn>send_message"}  # W, and W's own step into the next turn
     y = next(b for b in result["behaviours"] if b["behaviour"] == Y)
     assert y["raw_effect"]["low"] > 0  # what a naive reading would call rewarded
     assert y["slope_per_step"] > 0

@@ -11,7 +11,9 @@ that merely comes with easier quirks earns nothing. Two effects per behaviour:
   are measured against the candidates but never used as controls: as controls they
   would split one tool's effect among the combinations it appears in.
 
-Intervals are percentile bootstraps that resample whole groups (a GRPO group's
+Per family (or quirk), the raw effect, with intervals Bonferroni-corrected over the
+groups, since labels compare them with each other. Intervals are percentile bootstraps
+that resample whole groups (a GRPO group's
 advantages sum to zero, so resampling single rollouts would make them too narrow);
 seeded, so a report reproduces.
 """
@@ -71,15 +73,17 @@ def _boot_indices(clusters: np.ndarray, rng: np.random.Generator) -> list[np.nda
     return [np.concatenate([members[k] for k in draw]) for draw in draws]
 
 
-def raw_effect(present: np.ndarray, y: np.ndarray, rng: np.random.Generator, clusters: np.ndarray) -> Effect:
-    """Mean of `y` with minus without, and its bootstrap interval (resampling `clusters`)."""
+def raw_effect(
+    present: np.ndarray, y: np.ndarray, rng: np.random.Generator, clusters: np.ndarray, alpha: float = 0.05
+) -> Effect:
+    """Mean of `y` with minus without, and its (1 - alpha) bootstrap interval (resampling `clusters`)."""
     value = float(y[present].mean() - y[~present].mean())
     diffs = []
     for idx in _boot_indices(clusters, rng):
         p, v = present[idx], y[idx]
         if p.any() and (~p).any():
             diffs.append(v[p].mean() - v[~p].mean())
-    low, high = np.percentile(diffs, [2.5, 97.5]) if diffs else (value, value)
+    low, high = np.percentile(diffs, [50 * alpha, 100 - 50 * alpha]) if diffs else (value, value)
     return Effect(value, float(low), float(high))
 
 
@@ -152,6 +156,8 @@ def measure(
     candidates = [j for j in keep if (stats[j].raw.positive() or stats[j].raw.negative())
                   and not names[j].startswith(DERIVED)]
     group_array = np.array(groups)
+    # Per-group intervals are compared with each other (benchmark-shaped): Bonferroni over the groups.
+    group_alpha = 0.05 / max(1, len(set(groups)))
     for j in keep:
         columns = independent_columns(present, j, [k for k in candidates if k != j])
         stats[j].controlled = controlled_effect(present[:, columns].astype(float), 0, advantage, rng, cluster_ids)
@@ -160,5 +166,5 @@ def measure(
             inside = group_array == group
             col = present[inside, j]
             if col.sum() >= MIN_SUPPORT and (~col).sum() >= MIN_SUPPORT:
-                stats[j].by_group[group] = raw_effect(col, advantage[inside], rng, cluster_ids[inside])
+                stats[j].by_group[group] = raw_effect(col, advantage[inside], rng, cluster_ids[inside], group_alpha)
     return [stats[j] for j in keep]

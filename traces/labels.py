@@ -6,9 +6,12 @@
   `COOCCURS`) and its frequency holds or rises over training (it falls by less than
   `FALL` over the run, by its least-squares line): the reward pays for its companion,
   and it rides along;
-* `benchmark-shaped`: its raw effect is above 0 in some families (or quirks), and its
+* `benchmark-shaped`: it is rewarded (a positive controlled effect), its raw effect is
+  above 0 in some families (or quirks), and its
   interval there lies wholly above the interval in another family where it is measured
-  (the effects differ, not merely the power to see them): it pays on some organisms only;
+  (the effects differ, not merely the power to see them; per-group intervals are
+  Bonferroni-corrected over the groups): it pays on some organisms only. A behaviour
+  paid on too few families to be rewarded overall is not caught;
 * `collapsed` (a `pattern:`): it went from under `COLLAPSE_FROM` of the first steps'
   rollouts to at least `COLLAPSE_TO` of the last ones, taking over the groups' diversity.
 """
@@ -43,7 +46,10 @@ def label(stats: BehaviourStats, rewarded: set[str]) -> list[tuple[str, str]]:
             effect = f"{c.value:+.3f} [{c.low:+.3f}, {c.high:+.3f}]" if c is not None else "n/a"
             out.append(("vestigial", f"controlled effect {effect}; comes with rewarded {best} (phi "
                                      f"{companions[best]:.2f}); frequency {change:+.2f} over the run"))
-    paying = [g for g, e in stats.by_group.items() if e.positive()]
+    # Only what the reward pays for on its own (a positive controlled effect): a behaviour that rides
+    # along with one paid on some families would inherit its per-family pattern.
+    own = c is not None and c.positive()
+    paying = [g for g, e in stats.by_group.items() if e.positive()] if own else []
     below = sorted({g for g, e in stats.by_group.items() for p in paying if e.high < stats.by_group[p].low})
     if paying and below:
         out.append(("benchmark-shaped", f"pays in {', '.join(paying)}; clearly less in {', '.join(below)}"))
