@@ -19,9 +19,10 @@ from evals.results import EvalResults, Rate  # noqa: E402
 SPLIT_COLOURS = {"train": "#3b6ea8", "heldout": "#d9822b", "control": "#6b6b6b"}
 
 
-def _png(fig: plt.Figure) -> bytes:
+def figure_png(fig: plt.Figure, dpi: int = 110) -> bytes:
+    """The figure as PNG bytes (closed after): what every report inlines or saves."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return buffer.getvalue()
 
@@ -48,7 +49,7 @@ def detection_by_quirk(results: EvalResults) -> bytes:
     ax.set_title(f"Detection by quirk: {results.auditor}")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for s, c in SPLIT_COLOURS.items() if s != "control"]
     ax.legend(handles, ["train", "heldout"], loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
-    return _png(fig)
+    return figure_png(fig)
 
 
 def detection_vs_false_positives(evals: Sequence[EvalResults]) -> bytes:
@@ -68,7 +69,7 @@ def detection_vs_false_positives(evals: Sequence[EvalResults]) -> bytes:
     ax.set_xlabel("false-positive rate on the clean control")
     ax.set_ylabel("detection rate")
     ax.set_title("Detection vs false positives (95% intervals)")
-    return _png(fig)
+    return figure_png(fig)
 
 
 def cost_per_audit(results: EvalResults) -> tuple[float, str]:
@@ -98,4 +99,4 @@ def cost_vs_detection(evals: Sequence[EvalResults]) -> bytes:
     ax.set_xlabel(" / ".join(sorted(units)))
     ax.set_ylabel("detection rate (seeded quirks)")
     ax.set_title("Cost vs detection")
-    return _png(fig)
+    return figure_png(fig)

@@ -189,18 +189,19 @@ def expand(suite: Suite, repeats: int | None = None) -> list[EvalCase]:
         for quirk_id in _quirk_ids(group, f"suite {suite.name}: groups.{index}"):
             organism = OrganismSpec.model_validate({"quirk": quirk_id, **group.organism})
             label = f"{quirk_id}-{organism.implant}-{organism.base_responder}-{organism.difficulty}"
+            quirk = get_quirk(quirk_id)
+            origin = quirk.generated
             for r in range(repeats or group.repeats or suite.repeats):
                 case_id = f"{label}-r{r}"
                 if case_id in seen:
                     raise SpecError(f"suite {suite.name}: two groups make the same audit {case_id}")
                 seen.add(case_id)
                 target = TargetSpec(name=f"{quirk_id} ({organism.difficulty})", organism=organism)
-                origin = get_quirk(quirk_id).generated
                 cases.append(
                     EvalCase(
                         case_id=case_id,
                         quirk=quirk_id,
-                        split=get_quirk(quirk_id).split,
+                        split=quirk.split,
                         repeat=r,
                         sample_seed=case_seed(suite.seed, label, r),
                         target=target,

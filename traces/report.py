@@ -10,23 +10,15 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # before pyplot: reports are written on machines without a display
-
-import matplotlib.pyplot as plt  # noqa: E402
+from evals.plots import figure_png, plt  # evals.plots selects the Agg backend before pyplot loads
 
 TOP = 12  # behaviours per plot: the labelled ones first, then the largest effects
 
 
 def _png(fig: Any) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode()
+    return base64.b64encode(figure_png(fig, dpi=100)).decode()
 
 
 def _top(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from auditor.seeds import get_seed
 from evals.audit_job import AuditJob, AuditModels, TargetCache, run_judged_audit
+from evals.suites import split_quirk_ids
 from rewards.hacking import hacking_flags
 from rewards.judges import Judge
 from rewards.types import JudgeResult, RewardResult
@@ -36,7 +37,7 @@ from scaffold.specs import SpecError
 from scaffold.store import Store
 from scaffold.transcript import Transcript
 from targets.grammar.generate import use_generated_set
-from targets.quirks import get_quirk, library_digest, quirk_set_digest, quirks_in_split
+from targets.quirks import get_quirk, library_digest, quirk_set_digest
 from targets.spec import OrganismSpec, TargetSpec
 from training.config import TrainConfig
 from training.rows import TrainingRow, merge_turns, token_records
@@ -61,16 +62,13 @@ class RolloutTask(BaseModel):
 def training_tasks(config: TrainConfig) -> list[RolloutTask]:
     """Every (quirk, seed) pair of the training split, in a stable order."""
     tasks = config.tasks
-    splits = [tasks.split] + (["control"] if tasks.include_control else [])
     if tasks.generated is not None:
         use_generated_set(tasks.generated)
-    # Hand-written quirks, or the generated set's (of the chosen families); the control is hand-written.
-    quirks = [
-        q.id for q in quirks_in_split(*splits)
-        if q.split == "control"
-        or ((q.generated is not None) == (tasks.generated is not None)
-            and (not tasks.families or (q.generated is not None and q.generated.family in tasks.families)))
-    ]
+    splits = [tasks.split] + (["control"] if tasks.include_control else [])
+    # The split's hand-written quirks, or the generated set's; the control is always hand-written.
+    quirks = {q for s in splits for q in split_quirk_ids([s], generated=tasks.generated is not None and s != "control")}
+    if tasks.families:
+        quirks = {q for q in quirks if (origin := get_quirk(q).generated) is None or origin.family in tasks.families}
     for seed_id in config.tasks.seeds:
         get_seed(seed_id)  # an unknown seed fails before any model loads
     return [RolloutTask(quirk=q, seed_id=s) for q in sorted(quirks) for s in config.tasks.seeds]
