@@ -54,6 +54,8 @@ def print_summary(console: Console, judged: Any, resume_hint: str | None = None)
         table.add_row("error", _text(judged.result.error))
     table.add_row("turns", str(t.auditor_turns))
     table.add_row("tokens", f"auditor {t.auditor_usage.total}, target {t.target_usage.total}")
+    if t.total_usage.timed_out_requests:
+        table.add_row("timed out", f"{t.total_usage.timed_out_requests} requests (their prompts are in the tokens)")
     table.add_row("findings", str(len(t.findings)))
     hypotheses = t.report.hypotheses if t.report else []
     for rank, h in enumerate(hypotheses[:3], start=1):

@@ -63,6 +63,9 @@ class AuditRow(BaseModel):
     valid_call_turns: int = Field(0, description="auditor turns whose reply was a well-formed tool call")
     auditor_tokens: int = 0
     target_tokens: int = 0
+    timed_out_requests: int = Field(
+        0, description="model requests abandoned at their deadline; their prompts are in the token counts"
+    )
     wall_s: float = 0.0
     cost_usd: float | None = Field(None, description="API price of the audit's tokens; None when unpriced")
 

@@ -222,6 +222,7 @@ def make_row(
         valid_call_turns=transcript.valid_call_turns()[0],
         auditor_tokens=transcript.auditor_usage.total,
         target_tokens=transcript.target_usage.total,
+        timed_out_requests=transcript.total_usage.timed_out_requests,
         wall_s=round(wall_s, 3),
         cost_usd=sum(priced) if priced else None,
     )

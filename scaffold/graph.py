@@ -14,11 +14,13 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
-from scaffold.nodes import turn_has_work, auditor_node, target_node, tools_node
+from scaffold.nodes import auditor_node, target_node, tools_node, turn_has_work
 from scaffold.state import AuditContext, AuditState
 
 
-def _after_auditor(state: AuditState) -> str:
+async def _after_auditor(state: AuditState) -> str:
+    # async on purpose: LangGraph runs a sync router in a worker thread, one thread hop
+    # (and a wait for the GIL) per turn, which was the gap between CPU and wall time.
     cursor = state["cursor"]
     if cursor.get("done"):
         return END

@@ -122,11 +122,16 @@ class Usage(BaseModel):
 
     input_tokens: int = 0
     output_tokens: int = 0
+    # Attempts abandoned at their deadline before the call succeeded. A provider bills
+    # the prompt it was sent, and a retry sends the same prompt, so `input_tokens`
+    # counts it once per such attempt; what they generated never came back to count.
+    timed_out_requests: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            timed_out_requests=self.timed_out_requests + other.timed_out_requests,
         )
 
     @property

@@ -15,6 +15,7 @@ resume retries the step).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 from typing import Any, Awaitable, Callable
@@ -122,9 +123,14 @@ MAX_CITABLE_IDS = 32
 
 
 def citable_ids(t: Transcript) -> tuple[str, ...]:
-    """The ids of the target's real replies, on any branch, latest MAX_CITABLE_IDS."""
-    replies = [m.id for m in t.target.nodes.values() if m.role == "assistant"]
-    return tuple(replies[-MAX_CITABLE_IDS:])
+    """The ids of the target's real replies, on any branch, latest MAX_CITABLE_IDS (oldest first).
+
+    Walks back from the newest node and stops at the cap, so a turn costs the same at
+    turn 1,000 as at turn 10.
+    """
+    newest_first = (m.id for m in reversed(t.target.nodes.values()) if m.role == "assistant")
+    latest = itertools.islice(newest_first, MAX_CITABLE_IDS)
+    return tuple(reversed(list(latest)))
 
 
 async def _generate(side: str, model: Any, *args: Any) -> Any:

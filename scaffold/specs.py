@@ -64,7 +64,9 @@ class ModelSpec(BaseModel):
     max_retries: int = Field(5, ge=0, le=50, description="Retries on 429, 5xx, timeouts and connection errors.")
     retry_base_delay_s: float = Field(1.0, gt=0, description="First backoff delay; doubles each retry, with jitter.")
     retry_max_delay_s: float = Field(30.0, gt=0, description="Longest single backoff delay.")
-    timeout_s: float = Field(120.0, gt=0, description="Timeout of one request.")
+    timeout_s: float = Field(
+        120.0, gt=0, description="Deadline of one request attempt, connection to last byte; a missed deadline is retried."
+    )
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (provider default if unset).")
     max_tokens: int = Field(1024, ge=1, description="Most tokens one reply may have.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Provider-specific options.")

@@ -91,6 +91,34 @@ def test_the_scaffold_offers_the_ids_of_the_targets_replies_so_far() -> None:
     assert t.report is not None and t.report.hypotheses[0].cited_message_ids == list(replies)
 
 
+def test_on_long_audits_only_the_latest_replies_are_offered_oldest_first() -> None:
+    """The grammar's choice of ids is bounded: past MAX_CITABLE_IDS replies, the newest ones."""
+    from scaffold.nodes import MAX_CITABLE_IDS, citable_ids
+
+    seen: list[tuple[str, ...] | None] = []
+
+    def reply(messages: Any, tools: Any, config: GenerateConfig | None) -> Message:
+        seen.append(config.citable_ids if config else None)
+        call = ToolCall(id=f"c{len(seen)}", name="send_message", arguments={"message": f"question {len(seen)}"})
+        return Message(role="assistant", tool_calls=[call])
+
+    probes = MAX_CITABLE_IDS + 8
+    result = asyncio.run(
+        run_audit(
+            ScriptedModel(reply),
+            ScriptedModel(echo_target),
+            "Find the quirk.",
+            auditor_prompt="You are an auditor.",
+            budget=AuditBudget(max_turns=probes + 1, report_on_last_turn=False),
+        )
+    )
+    t = result.transcript
+    replies = tuple(m.id for m in t.target.nodes.values() if m.role == "assistant")
+    assert len(replies) == probes + 1
+    assert citable_ids(t) == replies[-MAX_CITABLE_IDS:]
+    assert seen[probes] == replies[probes - MAX_CITABLE_IDS : probes]
+
+
 def test_no_constrained_string_can_hold_a_tag_that_would_cut_the_call() -> None:
     """A string with "</tool_call>" in it would end the block when the reply is parsed, so the
     call read back would differ from the one sampled: no string token may contain "<"."""

@@ -148,11 +148,23 @@ async def test_5xx_beyond_max_retries_is_a_clear_model_error(
 
 
 async def test_timeout_retried_then_succeeds(server: WireServer, provider: str, make_model: Callable[..., Any]) -> None:
-    server.enqueue(slow_reply(1.0, ok(provider, "slow")), ok(provider, "quick"))
+    server.enqueue(slow_reply(1.0, ok(provider, "slow")), ok(provider, "quick", input_tokens=11, output_tokens=7))
     model = make_model(timeout_s=0.2)
     response = await model.generate(HELLO)
     assert response.message.content == "quick"
     assert model.usage.retries == 1
+    # The abandoned attempt sent the same prompt, which a provider bills: charged twice.
+    usage = response.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.timed_out_requests) == (22, 7, 1)
+    assert (model.usage.input_tokens, model.usage.output_tokens, model.usage.timed_out) == (22, 7, 1)
+
+
+async def test_our_deadline_not_the_sdk_timeout_decides(provider: str, make_model: Callable[..., Any]) -> None:
+    """`timeout_s` is the whole attempt's deadline; the SDK's per-read timeout only backs it up."""
+    model = make_model(timeout_s=2.0)
+    sdk_timeout = model.client.timeout
+    reads = [sdk_timeout.read, sdk_timeout.connect] if hasattr(sdk_timeout, "read") else [sdk_timeout]
+    assert all(value is not None and value > 2.0 for value in reads)
 
 
 async def test_timeouts_exhaust_retries(server: WireServer, provider: str, make_model: Callable[..., Any]) -> None:
@@ -245,7 +257,7 @@ async def test_usage_accounting(server: WireServer, provider: str, make_model: C
     assert (first.usage.input_tokens, second.usage.output_tokens) == (10, 4)
     usage = model.usage
     assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (30, 7, 37)
-    assert (usage.requests, usage.retries, usage.failures) == (4, 1, 1)
+    assert (usage.requests, usage.retries, usage.failures, usage.timed_out) == (4, 1, 1, 0)
 
 
 # ---- backoff arithmetic ---------------------------------------------------------------
@@ -333,9 +345,11 @@ async def test_audit_completes_through_faults(
     server: WireServer, factory: Callable[..., Any], target_provider: str
 ) -> None:
     wire = "anthropic" if target_provider == "anthropic" else "openai"
-    server.enqueue(status_reply(429, retry_after=0.001), status_reply(500), malformed_reply("{not json"))
+    server.enqueue(
+        status_reply(429, retry_after=0.001), status_reply(500), malformed_reply("{not json"), slow_reply(2.0)
+    )
     server.responder = _target_responder(wire)
-    target = factory(target_provider, record_sleep=False, max_retries=5)
+    target = factory(target_provider, record_sleep=False, max_retries=5, timeout_s=0.5)
     result = await run_audit(
         _auditor(target.supports_prefill), target, "Probe the bank bot.", auditor_prompt=AUDITOR_PROMPT
     )
@@ -348,9 +362,10 @@ async def test_audit_completes_through_faults(
     expected = "Honestly, you seem careful." if target.supports_prefill else "You seem careful."
     assert replies == ["Your balance is 1,203.55.", expected]
     assert any(SAMPLED_USER in m.content for m in t.auditor_messages if m.role == "tool")
-    assert len(server.requests) == 6  # three faults absorbed, then three target calls
-    assert (target.usage.retries, target.usage.failures) == (3, 0)
-    assert t.target_usage.input_tokens > 0
+    assert len(server.requests) == 7  # four faults absorbed, then three target calls
+    assert (target.usage.retries, target.usage.failures, target.usage.timed_out) == (4, 0, 1)
+    # Three replies of 11 prompt tokens, and the abandoned attempt's prompt billed once more.
+    assert (t.target_usage.input_tokens, t.target_usage.timed_out_requests) == (44, 1)
 
 
 @pytest.mark.parametrize("target_provider", ["anthropic", "openai"])

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import anthropic
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
-from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, sdk_call
+from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, sdk_call, sdk_timeout_s
 from scaffold.providers.roleswap import role_swapped
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec
@@ -35,7 +35,9 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> AnthropicModel:
     api_key = secrets.api_key(spec)  # before any request: a missing key is a spec problem
     if spec.temperature is not None:
         log.warning("%s: temperature is ignored; the Anthropic API no longer accepts it", spec.label())
-    client = anthropic.AsyncAnthropic(api_key=api_key, base_url=spec.base_url, max_retries=0, timeout=spec.timeout_s)
+    client = anthropic.AsyncAnthropic(
+        api_key=api_key, base_url=spec.base_url, max_retries=0, timeout=sdk_timeout_s(spec)
+    )
     return AnthropicModel(spec, client, ProviderRuntime(spec, redact=secrets.redact))
 
 
@@ -74,8 +76,10 @@ class AnthropicModel:
             raw = await sdk_call(lambda: self.client.messages.create(**request), anthropic)
             return parse_response(raw, self.spec.model)
 
-        response = await self.runtime.call(attempt)
-        self.runtime.record(response.usage)
+        outcome = await self.runtime.call(attempt)
+        response = outcome.value.model_copy(
+            update={"usage": self.runtime.settle(outcome.value.usage, outcome.timed_out)}
+        )
         message = response.message
         if prefill is not None:
             message = message.model_copy(update={"content": continuation(prefill, message.content)})

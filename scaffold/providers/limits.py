@@ -17,7 +17,7 @@ import random
 import time
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Awaitable, Callable, Mapping, TypeVar
+from typing import Awaitable, Callable, Generic, Mapping, TypeVar
 
 from scaffold.messages import Usage
 from scaffold.model import ModelError
@@ -45,6 +45,10 @@ STATUS_NAMES = {
     504: "gateway timeout",
     529: "overloaded",
 }
+# The SDKs' own timeout applies to each socket read, not to the request, so it is only a
+# backstop behind our per-attempt deadline (`ProviderRuntime.call`); the margin makes the
+# deadline the one that fires, so `timeout_s` means one thing: the whole attempt.
+SDK_TIMEOUT_MARGIN_S = 5.0
 _DETAIL_CHARS = 200  # enough for a server's one-line reason; bodies can be pages of HTML
 
 
@@ -116,12 +120,22 @@ class ProviderUsage:
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0  # HTTP attempts made, successful or not
+    # Attempts abandoned at their deadline (their prompts are in input_tokens when a retry succeeded).
+    timed_out: int = 0
     retries: int = 0  # attempts that were repeats of a failed one
     failures: int = 0  # calls that ended in a ModelError
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class CallOutcome(Generic[T]):
+    """What a successful call returned, and how many of its attempts were abandoned at the deadline."""
+
+    value: T
+    timed_out: int = 0
 
 
 class ProviderRuntime:
@@ -163,15 +177,17 @@ class ProviderRuntime:
         ceiling = min(cap, self.spec.retry_base_delay_s * (2**retry))
         return self.rng.uniform(0.0, ceiling)
 
-    async def call(self, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def call(self, attempt: Callable[[], Awaitable[T]]) -> CallOutcome[T]:
         """Run `attempt` under the concurrency limit, retrying retryable CallFailures.
 
         Each attempt has a deadline of the spec's `timeout_s` for the whole request: the
         SDKs' own timeout is per socket read, so a server that drips a byte a second
-        would otherwise hold an audit forever. A missed deadline is a retryable timeout.
+        would otherwise hold an audit forever. A missed deadline is a retryable timeout,
+        counted in the outcome so that `settle` can charge its prompt.
         Raises ModelError when a failure is not retryable, or retries are spent.
         """
         attempts = 0
+        timed_out = 0
         while True:
             attempts += 1
             # The semaphore is held per attempt, not across backoff sleeps: it bounds
@@ -180,13 +196,16 @@ class ProviderRuntime:
             async with self.semaphore:
                 self._enter()
                 try:
-                    return await asyncio.wait_for(attempt(), timeout=self.spec.timeout_s)
+                    return CallOutcome(await asyncio.wait_for(attempt(), timeout=self.spec.timeout_s), timed_out)
                 except CallFailure as failure:
                     error = failure
                 except asyncio.TimeoutError:
                     error = CallFailure("timeout", retryable=True)  # as the SDK's own timeout reads
                 finally:
                     self._leave()
+            if error.kind == "timeout":
+                timed_out += 1
+                self.usage.timed_out += 1
             if not error.retryable or attempts > self.spec.max_retries:
                 self.usage.failures += 1
                 # `from None`: the SDK exception's text can quote a server body that
@@ -195,10 +214,22 @@ class ProviderRuntime:
             self.usage.retries += 1
             await self.sleep(self.backoff_s(attempts - 1, error.retry_after_s))
 
-    def record(self, usage: Usage) -> None:
-        """Add one successful response's token counts to the totals."""
-        self.usage.input_tokens += usage.input_tokens
-        self.usage.output_tokens += usage.output_tokens
+    def settle(self, usage: Usage, timed_out: int = 0) -> Usage:
+        """The usage to charge a successful call, added to the totals.
+
+        Each attempt abandoned at its deadline sent the same prompt as the one that
+        succeeded, and providers bill a prompt whether or not the reply is read, so its
+        input tokens are charged again. Its output never came back, so is not counted.
+        """
+        charged = usage.model_copy(
+            update={
+                "input_tokens": usage.input_tokens * (1 + timed_out),
+                "timed_out_requests": usage.timed_out_requests + timed_out,
+            }
+        )
+        self.usage.input_tokens += charged.input_tokens
+        self.usage.output_tokens += charged.output_tokens
+        return charged
 
     def _enter(self) -> None:
         self.in_flight += 1
@@ -216,6 +247,11 @@ class ProviderRuntime:
         detail = " ".join(self.redact(failure.detail).split())[:_DETAIL_CHARS]
         text = f"{self.label}: {failure.kind} {tail}" + (f": {detail}" if detail else "")
         return ModelError(text, retryable=failure.retryable, status=failure.status)
+
+
+def sdk_timeout_s(spec: ModelSpec) -> float:
+    """The timeout to give an SDK client: a backstop just behind the spec's per-attempt deadline."""
+    return spec.timeout_s + SDK_TIMEOUT_MARGIN_S
 
 
 def failure_from_sdk_error(exc: BaseException, sdk: ModuleType) -> CallFailure | None:

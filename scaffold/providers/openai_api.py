@@ -22,7 +22,7 @@ import openai
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
 from scaffold.model import ModelError
-from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, sdk_call
+from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, sdk_call, sdk_timeout_s
 from scaffold.providers.roleswap import role_swapped
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError
@@ -44,7 +44,7 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> OpenAIModel:
             f"{spec.label()}: field 'base_url' is required for openai_compatible, e.g. http://127.0.0.1:8000/v1"
         )
     api_key = secrets.api_key(spec) or NO_KEY  # api_key() raises for openai when the key is missing
-    client = openai.AsyncOpenAI(api_key=api_key, base_url=spec.base_url, max_retries=0, timeout=spec.timeout_s)
+    client = openai.AsyncOpenAI(api_key=api_key, base_url=spec.base_url, max_retries=0, timeout=sdk_timeout_s(spec))
     return OpenAIModel(spec, client, ProviderRuntime(spec, redact=secrets.redact), compatible=compatible)
 
 
@@ -86,8 +86,10 @@ class OpenAIModel:
             raw = await sdk_call(lambda: self.client.chat.completions.create(**request), openai)
             return parse_response(raw, self.spec.model)
 
-        response = await self.runtime.call(attempt)
-        self.runtime.record(response.usage)
+        outcome = await self.runtime.call(attempt)
+        response = outcome.value.model_copy(
+            update={"usage": self.runtime.settle(outcome.value.usage, outcome.timed_out)}
+        )
         return response.model_copy(update={"latency_s": time.monotonic() - started})
 
     async def aclose(self) -> None:

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ModelError
-from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, sdk_call
+from scaffold.providers.limits import CallFailure, ProviderRuntime, ProviderUsage, sdk_call, sdk_timeout_s
 from scaffold.providers.token_prompts import PromptBuilder, end_of_turn_ids, token_response
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError, describe_validation_error
@@ -128,7 +128,8 @@ class VllmPolicy:
             raw = await sdk_call(lambda: self.client.completions.create(**request), openai)
             return _sampled(raw)
 
-        ids, logprobs, finished = await self.runtime.call(attempt)
+        outcome = await self.runtime.call(attempt)
+        ids, logprobs, finished = outcome.value
         response = token_response(
             self.prompts,
             name=self.name,
@@ -144,8 +145,7 @@ class VllmPolicy:
             policy_version=self.policy_version,
             latency_s=time.monotonic() - started,
         )
-        self.runtime.record(response.usage)
-        return response
+        return response.model_copy(update={"usage": self.runtime.settle(response.usage, outcome.timed_out)})
 
     async def swap_adapter(self, adapter_dir: str) -> str:
         """Serve the LoRA adapter in `adapter_dir` from now on; returns the new version.
@@ -220,5 +220,5 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> VllmPolicy:
     except ValidationError as exc:
         raise SpecError(describe_validation_error(exc, f"{spec.label()}: extra")) from None
     api_key = (secrets.api_key(spec) if spec.api_key_env else None) or NO_KEY
-    client = openai.AsyncOpenAI(api_key=api_key, base_url=spec.base_url, max_retries=0, timeout=spec.timeout_s)
+    client = openai.AsyncOpenAI(api_key=api_key, base_url=spec.base_url, max_retries=0, timeout=sdk_timeout_s(spec))
     return VllmPolicy(spec, client, ProviderRuntime(spec, redact=secrets.redact), _tokenizer(spec, options), options)
