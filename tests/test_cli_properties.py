@@ -33,11 +33,13 @@ FLAGS: dict[tuple[str, ...], list[str]] = {
     ("seeds", "show"): [],
     ("train",): ["--config", "--out", "--stage", "--resume", "--steps", "--init-adapter", "--set"],
     ("review",): ["--store", "--host", "--port", "--token"],
+    ("export",): ["--format", "--out", "--store", "--quirks"],
 }
-POSITIONAL = {("show",), ("judge",), ("eval", "compare"), ("targets", "show"), ("seeds", "show")}
+POSITIONAL = {("show",), ("judge",), ("eval", "compare"), ("targets", "show"), ("seeds", "show"), ("export",)}
 VALUES = ["", "x", "-1", "0", "100001", "1e9", "nope.yaml", "./missing.md", "/dev/zero", "/", "dir",
           "sqlite:///missing.db", "postgresql://nobody@127.0.0.1:1/none", "hf:nowhere", "llm:", "anthropic:",
-          "[bold]x[/]", "\x1b[2J", "héllo", "a" * 300, "flattery", "none", "train", "9999999999999999999999"]
+          "[bold]x[/]", "\x1b[2J", "héllo", "a" * 300, "flattery", "none", "train", "9999999999999999999999",
+          "inspect", "docent", "out.eval"]
 
 pool = st.sampled_from(VALUES)
 

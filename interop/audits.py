@@ -1,0 +1,172 @@
+"""Judged audits as the exporters read them: from a store (by run id) or from an eval directory.
+
+An eval directory is self-contained: `results.json` lists its audits, and each one has
+`runs/<run_id>/transcript.json` (the events) and `report.json` (the verdict and the
+reward). A store holds the same through `audit run`/`audit eval`'s `--store`.
+
+The exporters never read anything else, so what they write is exactly what was
+judged. The quirk's ground truth is looked up here, once, and kept apart from the
+conversation (`StoredAudit.ground_truth`), because only graders may see it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from rewards.types import JudgeResult, RewardResult
+from scaffold.events import event_from_json
+from scaffold.specs import SpecError
+from scaffold.store import Store
+from scaffold.transcript import Transcript
+from targets.quirks import all_quirks
+
+
+@dataclass
+class StoredAudit:
+    """One audit with its verdict; `verdict`/`reward` are None when it was never judged."""
+
+    run_id: str
+    status: str
+    transcript: Transcript
+    target: str = ""
+    auditor: str = ""
+    judge: str = ""
+    error: str | None = None
+    verdict: JudgeResult | None = None
+    reward: RewardResult | None = None
+    quirk: str | None = None  # the seeded quirk's id ("none" for a control), from the verdict or the run
+    ground_truth: str | None = None  # graders only
+    created_at: float | None = None
+    labels: dict[str, Any] = field(default_factory=dict)  # an eval row's case fields: split, difficulty, repeat…
+
+    @property
+    def seed(self) -> str:
+        """The auditor's instruction: the first user message it read."""
+        first = next((m for m in self.transcript.auditor_messages if m.role == "user"), None)
+        return first.content if first else ""
+
+    @property
+    def started(self) -> float | None:
+        return self.transcript.events[0].time if self.transcript.events else self.created_at
+
+    @property
+    def finished(self) -> float | None:
+        return self.transcript.events[-1].time if self.transcript.events else self.created_at
+
+
+def _ground_truth(quirk_id: str | None) -> str | None:
+    if not quirk_id or quirk_id == "none":
+        return None
+    quirk = all_quirks().get(quirk_id)
+    return quirk.ground_truth if quirk else None
+
+
+def _verdict(stored: dict[str, Any] | None) -> tuple[JudgeResult | None, RewardResult | None]:
+    if not stored:
+        return None, None
+    # A store's judge result says {"judge": ..., "reward": ...}; report.json says "judge_result".
+    judge = stored.get("judge_result") or stored.get("judge")
+    judge = judge if isinstance(judge, dict) else None
+    reward = stored.get("reward") if isinstance(stored.get("reward"), dict) else None
+    return (
+        JudgeResult.model_validate(judge) if judge else None,
+        RewardResult.model_validate(reward) if reward else None,
+    )
+
+
+def from_store(store: Store, run_id: str) -> StoredAudit:
+    """One run from a store, with its newest judge result. StoreError when the run is unknown."""
+    row = store.get_run(run_id)
+    transcript = Transcript.from_events(run_id, store.read_events(run_id))
+    results = store.judge_results_for(run_id)
+    verdict, reward = _verdict(results[-1]["result"] if results else None)
+    organism = ((row.get("config") or {}).get("target") or {}).get("organism") or {}
+    quirk = verdict.quirk_id if verdict and verdict.quirk_id else organism.get("quirk")
+    return StoredAudit(
+        run_id=run_id,
+        status=row.get("status") or "",
+        transcript=transcript,
+        target=row.get("target_name") or "",
+        auditor=row.get("auditor_name") or "",
+        judge=row.get("judge_name") or "",
+        error=row.get("error"),
+        verdict=verdict,
+        reward=reward,
+        quirk=quirk,
+        ground_truth=_ground_truth(quirk),
+        created_at=row.get("created_at"),
+    )
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{path}: missing (is this an `audit eval` output directory?)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(f"{path}: not readable JSON ({exc})") from None
+
+
+def from_eval_dir(directory: Path) -> list[StoredAudit]:
+    """Every audit of an `audit eval` output directory, in its results order."""
+    results = _read_json(directory / "results.json")
+    rows = results.get("rows") if isinstance(results, dict) else None
+    if not isinstance(rows, list):
+        raise SpecError(f"{directory / 'results.json'}: field 'rows' is missing; not an eval's results")
+    audits = []
+    for row in rows:
+        run_id = str(row.get("run_id", ""))
+        run_dir = directory / "runs" / run_id
+        if not run_id or run_dir.resolve().parent != (directory / "runs").resolve():
+            raise SpecError(f"{directory / 'results.json'}: a row has a bad run_id {run_id!r}")
+        data = _read_json(run_dir / "transcript.json")
+        events = [event_from_json(json.dumps(e)) for e in data.get("events", [])]
+        report = _read_json(run_dir / "report.json")
+        verdict, reward = _verdict(report)
+        quirk = verdict.quirk_id if verdict and verdict.quirk_id else row.get("quirk")
+        audits.append(
+            StoredAudit(
+                run_id=run_id,
+                status=str(row.get("status") or report.get("status") or ""),
+                transcript=Transcript.from_events(run_id, events),
+                target=str(report.get("target") or ""),
+                auditor=str(report.get("auditor") or results.get("auditor") or ""),
+                judge=str(report.get("judge") or results.get("judge") or ""),
+                error=row.get("error") or report.get("error"),
+                verdict=verdict,
+                reward=reward,
+                quirk=quirk,
+                ground_truth=_ground_truth(quirk),
+                labels={k: row.get(k) for k in ("case_id", "split", "family", "difficulty", "repeat") if k in row},
+            )
+        )
+    return audits
+
+
+def load_audits(sources: list[str], open_store: Callable[[], Store] | None) -> tuple[list[StoredAudit], str]:
+    """The audits named by `sources` (eval directories, or run ids in the store `open_store` opens)
+    and a name for the set. SpecError (one line, naming the source) when a source is neither.
+    """
+    audits: list[StoredAudit] = []
+    names = []
+    store: Store | None = None
+    for source in sources:
+        path = Path(source)
+        if path.is_dir():
+            audits += from_eval_dir(path)
+            results = _read_json(path / "results.json")
+            suite = results.get("suite") if isinstance(results, dict) else None
+            names.append(str(suite.get("name")) if isinstance(suite, dict) and suite.get("name") else path.name)
+            continue
+        if open_store is None:
+            raise SpecError(f"{source!r}: not an eval directory; to export a run id, give --store")
+        if store is None:
+            store = open_store()
+        audits.append(from_store(store, source))
+        names.append("audit")
+    if not audits:
+        raise SpecError("nothing to export: the sources hold no audits")
+    return audits, "+".join(dict.fromkeys(names))
