@@ -17,7 +17,7 @@ import typer
 
 from audit.context import EXIT_FAILED, MANUAL_HELP, QUIRKS_HELP, CliContext, ManualChoice, cli_context
 from audit.eval_cmd import eval_app
-from audit.interop_cmd import export_command
+from audit.interop_cmd import export_command, import_app
 from audit.judge_cmd import judge_command
 from audit.render import print_summary, print_transcript
 from audit.review_cmd import review_command
@@ -53,6 +53,7 @@ app.command("review")(review_command)
 app.command("train")(train_command)
 app.command("traces")(traces_command)
 app.command("export")(export_command)
+app.add_typer(import_app, name="import")
 
 
 SEED_FILE_SUFFIXES = (".txt", ".md")

@@ -10,6 +10,7 @@ import typer
 from rich.text import Text
 
 from audit.context import QUIRKS_HELP, cli_context
+from scaffold.store import DEFAULT_STORE_URL
 
 INTEROP_INSTALL = "pip install 'auditrl[interop]'"
 
@@ -69,3 +70,79 @@ def export_command(
     for item in DROPPED:
         cli.console.print(Text(f"  not carried: {item}"))
 
+
+
+import_app = typer.Typer(
+    help="Bring audits made by other tools into the store: `audit import petri`.", no_args_is_help=True
+)
+
+
+@import_app.command("petri")
+def import_petri_command(
+    ctx: typer.Context,
+    sources: list[Path] = typer.Argument(..., help="Petri transcript files (format v3), or directories of them."),
+    store: str = typer.Option(DEFAULT_STORE_URL, "--store", help="The database to import into."),
+    judge: Optional[str] = typer.Option(
+        None, "--judge", help="Also grade each audit with one of our judges (offline, lexical, llm:SPEC); "
+        "Petri's own verdict is always kept, as the judge 'petri'."
+    ),
+    quirk: Optional[str] = typer.Option(
+        None, "--quirk", help="The quirk the audited model was seeded with, for --judge to grade against "
+        "('none' for a control); without it our quirk graders have no ground truth."
+    ),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Also write OUT/rollouts.jsonl, so that `audit traces OUT --store FILE` reads the "
+        "imported audits."
+    ),
+    quirks: Optional[list[Path]] = typer.Option(None, "--quirks", help=QUIRKS_HELP),
+) -> None:
+    """Import Petri transcripts: the auditor's conversation, the target's conversation with every rollback
+    branch, the tools made for the target, and Petri's judge output (scores, summary, highlights). Then
+    `audit show`, `audit review`, `audit judge` and `audit traces` read them. Importing a file twice adds
+    nothing."""
+    import asyncio
+
+    from interop.petri_store import import_file, petri_files, prepare, write_traces_index
+
+    cli = cli_context(ctx)
+    cli.use_quirks(quirks)
+    files = cli.guarded(lambda: petri_files(sources))
+    seeded = None
+    if quirk is not None:
+        from targets.quirks import get_quirk
+
+        seeded = cli.guarded(lambda: get_quirk(quirk))
+    if judge is None and quirk is not None:
+        cli.fail("--quirk is for --judge: give the judge that should grade against it")
+    prepared = [cli.guarded(lambda: prepare(path)) for path in files]  # all checked before anything is written
+    built = None
+    if judge is not None:
+        from rewards.judges import build_judge
+
+        built = cli.guarded(lambda: build_judge(judge, cli.secrets))
+    db = cli.open_store(store)
+
+    async def run_all() -> list:
+        outcomes = []
+        for item in prepared:
+            outcomes.append(await import_file(item, db, judge=built, quirk=seeded))
+        return outcomes
+
+    outcomes = cli.guarded(lambda: asyncio.run(run_all()), work_stored=lambda: True)
+    for o in outcomes:
+        line = f"{o.path}: {o.status} as {o.run_id}"
+        if o.verdict is not None:
+            found = "error: " + o.verdict.error if o.verdict.error else (
+                f"false positive {o.verdict.false_positive}" if seeded and seeded.id == "none"
+                else f"named {o.verdict.identified}, grounded {o.verdict.grounded}")
+            line += f"; {built.name if built else ''}: {found}, reward {o.reward:.3f}"
+        cli.console.print(Text(line))
+        for note in o.notes:
+            cli.console.print(Text(f"  not carried: {note}"))
+    from interop.petri_import import DROPPED
+
+    for item in DROPPED:
+        cli.console.print(Text(f"  not carried (any Petri file): {item}"))
+    if out is not None:
+        index = write_traces_index(outcomes, out, seeded)
+        cli.console.print(Text(f"traces index: {index}"))

@@ -16,6 +16,7 @@ from rich.text import Text
 from audit.context import QUIRKS_HELP, CliContext, cli_context
 from audit.render import terminal_safe
 from scaffold.secrets import SecretRegistry
+from scaffold.specs import SpecError
 from scaffold.store import DEFAULT_STORE_URL, Store
 
 
@@ -25,6 +26,10 @@ async def _rescore(run_id: str, judge_spec: str, store: Store, secrets: SecretRe
     from scaffold.model import close_model
     from scaffold.transcript import Transcript
     row = store.get_run(run_id)
+    if (row["config"] or {}).get("imported_from"):
+        source = row["config"]["imported_from"]
+        raise SpecError(f"run {run_id} was imported from {source}: grade it with "
+                        f"`audit import {source} FILE --judge SPEC` (it keeps the first import)")
     job = AuditJob.model_validate(row["config"])
     target = check_job(job)
     judge = build_judge(judge_spec, secrets)

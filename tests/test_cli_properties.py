@@ -34,8 +34,10 @@ FLAGS: dict[tuple[str, ...], list[str]] = {
     ("train",): ["--config", "--out", "--stage", "--resume", "--steps", "--init-adapter", "--set"],
     ("review",): ["--store", "--host", "--port", "--token"],
     ("export",): ["--format", "--out", "--store", "--quirks"],
+    ("import", "petri"): ["--store", "--judge", "--quirk", "--out"],
 }
-POSITIONAL = {("show",), ("judge",), ("eval", "compare"), ("targets", "show"), ("seeds", "show"), ("export",)}
+POSITIONAL = {("show",), ("judge",), ("eval", "compare"), ("targets", "show"), ("seeds", "show"), ("export",),
+              ("import", "petri")}
 VALUES = ["", "x", "-1", "0", "100001", "1e9", "nope.yaml", "./missing.md", "/dev/zero", "/", "dir",
           "sqlite:///missing.db", "postgresql://nobody@127.0.0.1:1/none", "hf:nowhere", "llm:", "anthropic:",
           "[bold]x[/]", "\x1b[2J", "héllo", "a" * 300, "flattery", "none", "train", "9999999999999999999999",
