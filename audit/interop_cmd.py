@@ -10,6 +10,7 @@ import typer
 from rich.text import Text
 
 from audit.context import QUIRKS_HELP, cli_context
+from audit.render import terminal_safe
 from scaffold.store import DEFAULT_STORE_URL
 
 INTEROP_INSTALL = "pip install 'auditrl[interop]'"
@@ -66,7 +67,7 @@ def export_command(
 
         _, warnings = cli.guarded(lambda: write_docent_runs(audits, out))
         detail = f"; Docent's transcript checks: {warnings} warning(s)"
-    cli.console.print(Text(f"{len(audits)} audit(s) -> {out} ({format.value}){detail}"))
+    cli.console.print(Text(terminal_safe(f"{len(audits)} audit(s) -> {out} ({format.value}){detail}")))
     for item in DROPPED:
         cli.console.print(Text(f"  not carried: {item}"))
 
@@ -114,6 +115,8 @@ def import_petri_command(
         seeded = cli.guarded(lambda: get_quirk(quirk))
     if judge is None and quirk is not None:
         cli.fail("--quirk is for --judge: give the judge that should grade against it")
+    if out is not None and out.exists() and not out.is_dir():
+        cli.fail(f"--out {out}: is a file; give a directory")
     prepared = [cli.guarded(lambda: prepare(path)) for path in files]  # all checked before anything is written
     built = None
     if judge is not None:
@@ -136,13 +139,13 @@ def import_petri_command(
                 f"false positive {o.verdict.false_positive}" if seeded and seeded.id == "none"
                 else f"named {o.verdict.identified}, grounded {o.verdict.grounded}")
             line += f"; {built.name if built else ''}: {found}, reward {o.reward:.3f}"
-        cli.console.print(Text(line))
-        for note in o.notes:
-            cli.console.print(Text(f"  not carried: {note}"))
+        cli.console.print(Text(terminal_safe(line)))
+        for note in o.notes:  # notes quote the file (content part types): shown, never sent to the terminal
+            cli.console.print(Text(terminal_safe(f"  not carried: {note}")))
     from interop.petri_import import DROPPED
 
     for item in DROPPED:
         cli.console.print(Text(f"  not carried (any Petri file): {item}"))
     if out is not None:
-        index = write_traces_index(outcomes, out, seeded)
-        cli.console.print(Text(f"traces index: {index}"))
+        index = cli.guarded(lambda: write_traces_index(outcomes, out, seeded), work_stored=lambda: True)
+        cli.console.print(Text(terminal_safe(f"traces index: {index}")))

@@ -11,6 +11,7 @@ conversation (`StoredAudit.ground_truth`), because only graders may see it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,10 @@ from scaffold.specs import SpecError
 from scaffold.store import Store
 from scaffold.transcript import Transcript
 from targets.quirks import all_quirks
+
+# Case fields that name the quirk or give its kind away (the case id embeds the quirk id; a
+# control's split is "control"; a generated quirk's family is its behaviour).
+GRADER_LABELS = ("case_id", "split", "family")
 
 
 @dataclass
@@ -41,6 +46,45 @@ class StoredAudit:
     ground_truth: str | None = None  # graders only
     created_at: float | None = None
     labels: dict[str, Any] = field(default_factory=dict)  # an eval row's case fields: split, difficulty, repeat…
+
+    @property
+    def seeded(self) -> bool:
+        """The target was an organism with a seeded quirk (or a control): its names can say which."""
+        return self.quirk is not None
+
+    @property
+    def public_id(self) -> str:
+        """The id a viewer shows. An organism's run id names its quirk ("<eval>-flattery-..."), so
+        seeded audits show a digest of it; the run id itself is among the graders' fields."""
+        if not self.seeded:
+            return self.run_id
+        return "audit-" + hashlib.sha256(self.run_id.encode()).hexdigest()[:12]
+
+    @property
+    def public_target(self) -> str:
+        """The target's name where a viewer may see it (an organism's name is its quirk's)."""
+        return "organism" if self.seeded else self.target
+
+    def graders_only(self) -> dict[str, Any] | None:
+        """What only graders may see: the quirk, its ground truth, and the names that give it away."""
+        if not self.seeded:
+            return None
+        verified = {}
+        if self.verdict is not None:
+            verified = {str(h.rank): h.verified_message_ids for h in self.verdict.hypotheses}
+        return {
+            "quirk": self.quirk,
+            "ground_truth": self.ground_truth,
+            "run_id": self.run_id,
+            "target": self.target,
+            "verified_citations": verified,  # by hypothesis rank: the cited replies where the quirk fired
+            **{k: v for k, v in self.labels.items() if k in GRADER_LABELS and v is not None},
+        }
+
+    def public_labels(self) -> dict[str, Any]:
+        """The eval row's case fields a viewer may see."""
+        hidden = GRADER_LABELS if self.seeded else ()
+        return {k: v for k, v in self.labels.items() if k not in hidden and v is not None}
 
     @property
     def seed(self) -> str:
@@ -122,9 +166,14 @@ def from_eval_dir(directory: Path) -> list[StoredAudit]:
         run_dir = directory / "runs" / run_id
         if not run_id or run_dir.resolve().parent != (directory / "runs").resolve():
             raise SpecError(f"{directory / 'results.json'}: a row has a bad run_id {run_id!r}")
-        data = _read_json(run_dir / "transcript.json")
-        events = [event_from_json(json.dumps(e)) for e in data.get("events", [])]
-        report = _read_json(run_dir / "report.json")
+        if row.get("status") != "completed" and not (run_dir / "transcript.json").is_file():
+            data, report = {}, {}  # a failed audit may have written nothing: exported as failed, with its error
+        else:
+            data, report = _read_json(run_dir / "transcript.json"), _read_json(run_dir / "report.json")
+        try:
+            events = [event_from_json(json.dumps(e)) for e in data.get("events", [])]
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"{run_dir / 'transcript.json'}: not a transcript ({type(exc).__name__})") from None
         verdict, reward = _verdict(report)
         quirk = verdict.quirk_id if verdict and verdict.quirk_id else row.get("quirk")
         audits.append(
@@ -169,4 +218,5 @@ def load_audits(sources: list[str], open_store: Callable[[], Store] | None) -> t
         names.append("audit")
     if not audits:
         raise SpecError("nothing to export: the sources hold no audits")
-    return audits, "+".join(dict.fromkeys(names))
+    unique = list({a.run_id: a for a in audits}.values())  # a run named twice is exported once
+    return unique, "+".join(dict.fromkeys(names))

@@ -24,7 +24,8 @@ from scaffold.messages import Message
 
 DROPPED = (
     "target message metadata (the organism's quirk-firing flags: graders' data, never shown to auditors)",
-    "the run id as Docent's id (Docent assigns its own; ours is metadata.run_id)",
+    "the run id as Docent's id (Docent assigns its own; ours is metadata.run_id, or graders_only.run_id "
+    "for an organism, whose run id names its quirk)",
     "the events' timing and token records",
 )
 
@@ -70,9 +71,9 @@ def _metadata(audit: StoredAudit) -> dict[str, Any]:
     if audit.reward is not None:
         scores["reward"] = audit.reward.reward
     metadata: dict[str, Any] = {
-        "run_id": audit.run_id,
+        "id": audit.public_id,
         "status": audit.status,
-        "target": audit.target,
+        "target": audit.public_target,
         "auditor": audit.auditor,
         "judge": audit.judge,
         "turns": t.auditor_turns,
@@ -80,14 +81,17 @@ def _metadata(audit: StoredAudit) -> dict[str, Any]:
         "scores": scores,
         "explanation": detection_explanation(audit),
         "report": report.model_dump() if report else None,
-        **{k: v for k, v in audit.labels.items() if v is not None},
+        **audit.public_labels(),
     }
+    if not audit.seeded:
+        metadata["run_id"] = audit.run_id
     if audit.error:
         metadata["error"] = audit.error
     if audit.reward is not None:
         metadata["reward_components"] = dict(audit.reward.components)
-    if audit.quirk is not None:
-        metadata["graders_only"] = {"quirk": audit.quirk, "ground_truth": audit.ground_truth}
+    graders = audit.graders_only()
+    if graders is not None:
+        metadata["graders_only"] = graders
     return metadata
 
 
@@ -107,10 +111,10 @@ def docent_run(audit: StoredAudit) -> Any:
         messages = [t.target.nodes[i] for i in ids]
         name = "target" if ids == current else f"target, branch {index + 1}"
         transcripts.append(
-            Transcript(name=name, messages=docent_messages(messages, audit.target or None),
+            Transcript(name=name, messages=docent_messages(messages, audit.public_target or None),
                        metadata={"side": "target", "current_branch": ids == current, "message_ids": ids})
         )
-    return AgentRun(name=audit.run_id, transcripts=transcripts, metadata=_metadata(audit))
+    return AgentRun(name=audit.public_id, transcripts=transcripts, metadata=_metadata(audit))
 
 
 def docent_runs(audits: Sequence[StoredAudit]) -> tuple[list[Any], int]:

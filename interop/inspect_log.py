@@ -10,7 +10,10 @@ One sample per audit:
   control), `reward`, and one `rubric/<dimension>` per alignment-judge dimension, each
   explained with the quotes its evidence cites.
 - The quirk's id and ground truth are only in `metadata["graders_only"]`; `target` is
-  empty, because Inspect View shows a sample's target beside its input.
+  empty, because Inspect View shows a sample's target beside its input. An organism's
+  run id, target name and case id name its quirk, so a seeded audit's sample id is a
+  digest of its run id and those names are graders' fields too, with the replies whose
+  citations the quirk verified (its firing flags, as the grader used them).
 
 What Inspect cannot hold, or must not show, is dropped and listed in `DROPPED`.
 """
@@ -124,9 +127,9 @@ def inspect_sample(audit: StoredAudit) -> Any:
     t = audit.transcript
     report = t.report
     facts: dict[str, Any] = {
-        "run_id": audit.run_id,
+        "id": audit.public_id,
         "status": audit.status,
-        "target": audit.target,
+        "target": audit.public_target,
         "auditor": audit.auditor,
         "judge": audit.judge,
         "turns": t.auditor_turns,
@@ -134,11 +137,14 @@ def inspect_sample(audit: StoredAudit) -> Any:
         "report": report.model_dump() if report else None,
         "findings": [f.model_dump() for f in t.findings],
         "current_branch": [m.id for m in t.target_view()],
-        **{k: v for k, v in audit.labels.items() if v is not None},
+        **audit.public_labels(),
     }
+    if not audit.seeded:
+        facts["run_id"] = audit.run_id
     metadata: dict[str, Any] = {"auditrl": facts, "target_conversation": target_conversation(audit)}
-    if audit.quirk is not None:
-        metadata["graders_only"] = {"quirk": audit.quirk, "ground_truth": audit.ground_truth}
+    graders = audit.graders_only()
+    if graders is not None:
+        metadata["graders_only"] = graders
     if audit.verdict is not None and audit.verdict.error:
         facts["judge_error"] = audit.verdict.error
     error = None
@@ -149,9 +155,9 @@ def inspect_sample(audit: StoredAudit) -> Any:
     if t.auditor_usage.total:
         usage[audit.auditor or "auditor"] = _usage(t.auditor_usage)
     if t.target_usage.total:
-        usage[audit.target or "target"] = _usage(t.target_usage)
+        usage[audit.public_target or "target"] = _usage(t.target_usage)
     return EvalSample(
-        id=audit.run_id,
+        id=audit.public_id,
         epoch=1,
         input=audit.seed,
         target="",

@@ -25,21 +25,11 @@ from scaffold.specs import SpecError
 SUPPORTED_MAJOR = "v3"  # metadata.version "v3.0" (Petri 2.x); other majors are refused by name
 MAX_FILE_BYTES = 64 * 1024 * 1024
 VIEWS = ("auditor", "target", "combined")
+MAX_VIEW_MESSAGES = 20_000  # a view longer than any real audit's: refused, not replayed
 
 
 def _fail(path: Path, field: str, why: str) -> SpecError:
     return SpecError(f"{path}: field '{field}': {why}")
-
-
-@dataclass
-class ViewEdit:
-    """One edit of one view, replayed: the view's messages before and after it."""
-
-    view: str
-    name: str  # Petri's step name ("Send Message", "Rollback", …); "" when absent
-    before: list[dict[str, Any]]
-    after: list[dict[str, Any]]
-    time: float | None
 
 
 @dataclass
@@ -48,6 +38,7 @@ class ToolMade:
 
     tool: dict[str, Any]
     time: float | None
+    index: int  # the event's position in the file, for errors
 
 
 @dataclass
@@ -92,6 +83,8 @@ def read_petri(path: Path) -> PetriTranscript:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
+    except RecursionError:
+        raise SpecError(f"{path}: nested too deeply to be a transcript") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(f"{path}: not a JSON file ({exc})") from None
     if not isinstance(data, dict):
@@ -124,7 +117,9 @@ def read_petri(path: Path) -> PetriTranscript:
 
 
 # --- RFC 6902 over a view's message list ----------------------------------------------------
-def _pointer(path: str) -> list[str]:
+def _pointer(path: Any) -> list[str]:
+    if not isinstance(path, str):
+        raise ValueError(f"bad JSON pointer {path!r}")
     if path == "":
         return []
     if not path.startswith("/"):
@@ -132,111 +127,181 @@ def _pointer(path: str) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
+def _index(node: list[Any], key: str, *, insert: bool) -> int:
+    """A list index as RFC 6901 spells it: digits, no sign or leading zero; `len` only to insert."""
+    if insert and key == "-":
+        return len(node)
+    if not key.isdigit() or (len(key) > 1 and key[0] == "0"):
+        raise ValueError(f"bad array index {key!r}")
+    index = int(key)
+    if index > len(node) or (index == len(node) and not insert):
+        raise ValueError(f"index {index} is past the end")
+    return index
+
+
+def _child(node: Any, key: str) -> Any:
+    if isinstance(node, list):
+        return node[_index(node, key, insert=False)]
+    if isinstance(node, dict):
+        if key not in node:
+            raise ValueError(f"no member {key!r}")
+        return node[key]
+    raise ValueError(f"{key!r} is inside a value that has no members")
+
+
 def _parent(doc: Any, parts: list[str]) -> tuple[Any, str]:
     node = doc
     for part in parts[:-1]:
-        node = node[int(part)] if isinstance(node, list) else node[part]
+        node = _child(node, part)
     return node, parts[-1]
 
 
-def _get(doc: Any, parts: list[str]) -> Any:
-    node = doc
-    for part in parts:
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    return node
-
-
-def _add(doc: Any, parts: list[str], value: Any) -> Any:
-    if not parts:
-        return value
+def _add(doc: Any, parts: list[str], value: Any) -> None:
     parent, key = _parent(doc, parts)
     if isinstance(parent, list):
-        parent.insert(len(parent) if key == "-" else int(key), value)
-    else:
+        parent.insert(_index(parent, key, insert=True), value)
+    elif isinstance(parent, dict):
         parent[key] = value
-    return doc
+    else:
+        raise ValueError(f"{key!r} is inside a value that has no members")
 
 
 def _remove(doc: Any, parts: list[str]) -> Any:
     parent, key = _parent(doc, parts)
     if isinstance(parent, list):
-        return parent.pop(int(key))
+        return parent.pop(_index(parent, key, insert=False))
+    _child(parent, key)
     return parent.pop(key)
 
 
-def apply_patch(doc: Any, patch: list[dict[str, Any]]) -> Any:
-    """`doc` after the RFC 6902 `patch` (add, remove, replace, move, copy, test); ValueError if it does not apply."""
-    doc = copy.deepcopy(doc)
+def _touched(view: list[Any], parts: list[str]) -> int:
+    """The first top-level position an op at `parts` can change (a view's messages before it stay)."""
+    if not parts:
+        return 0
+    key = parts[0]
+    return len(view) if key == "-" else int(key) if key.isdigit() else 0
+
+
+def apply_patch(view: list[Any], patch: Any) -> int:
+    """Apply the RFC 6902 `patch` (add, remove, replace, move, test) to `view` in place; ValueError if it
+    does not apply. Returns the first position it may have changed: messages before it are as they were.
+
+    The whole document is never replaced, and `copy` is refused: Petri never writes it, and repeated
+    copies could double a file's size with each op.
+    """
+    if not isinstance(patch, list):
+        raise ValueError("the patch is not a list of operations")
+    first = len(view)
     for op in patch:
-        kind, parts = op.get("op"), _pointer(str(op.get("path", "")))
-        source = op.get("from", op.get("from_"))
+        if not isinstance(op, dict):
+            raise ValueError("an operation is not an object")
+        kind, parts = op.get("op"), _pointer(op.get("path"))
+        if not parts and kind != "test":
+            raise ValueError(f"{kind} of the whole view")
         try:
-            if kind == "add":
-                doc = _add(doc, parts, copy.deepcopy(op.get("value")))
-            elif kind == "remove":
-                _remove(doc, parts)
-            elif kind == "replace":
-                if not parts:
-                    doc = copy.deepcopy(op.get("value"))
-                else:
-                    parent, key = _parent(doc, parts)
-                    parent[int(key) if isinstance(parent, list) else key] = copy.deepcopy(op.get("value"))
-            elif kind in ("move", "copy"):
-                from_parts = _pointer(str(source))
-                value = _remove(doc, from_parts) if kind == "move" else copy.deepcopy(_get(doc, from_parts))
-                doc = _add(doc, parts, value)
-            elif kind == "test":
-                if _get(doc, parts) != op.get("value"):
+            if kind == "test":
+                node = view
+                for part in parts:
+                    node = _child(node, part)
+                if node != op.get("value"):
                     raise ValueError(f"test failed at {op.get('path')!r}")
+                continue
+            first = min(first, _touched(view, parts))
+            if kind == "add":
+                _add(view, parts, copy.deepcopy(op.get("value")))
+            elif kind == "remove":
+                _remove(view, parts)
+            elif kind == "replace":
+                parent, key = _parent(view, parts)
+                if isinstance(parent, list):
+                    parent[_index(parent, key, insert=False)] = copy.deepcopy(op.get("value"))
+                else:
+                    _child(parent, key)
+                    parent[key] = copy.deepcopy(op.get("value"))
+            elif kind == "move":
+                source = _pointer(op.get("from", op.get("from_")))
+                if not source or parts[: len(source)] == source:
+                    raise ValueError("a move into itself")
+                first = min(first, _touched(view, source))
+                _add(view, parts, _remove(view, source))
             else:
-                raise ValueError(f"unknown op {kind!r}")
-        except (KeyError, IndexError, TypeError) as exc:
+                raise ValueError(f"unknown or refused op {kind!r}")
+        except (IndexError, KeyError, TypeError) as exc:
             raise ValueError(f"{kind} {op.get('path')!r} does not apply ({type(exc).__name__})") from None
-    return doc
+        except ValueError as exc:
+            raise ValueError(f"{kind} {op.get('path')!r} does not apply: {exc}") from None
+    return first
 
 
-def _edited(view: list[dict[str, Any]], edit: dict[str, Any]) -> list[dict[str, Any]]:
+@dataclass
+class ViewEdit:
+    """One edit of one view: the view kept its first `kept` messages, lost `dropped` after them, and
+    gained `added` (the view's messages from `kept` on, as they are after the edit)."""
+
+    view: str
+    name: str  # Petri's step name ("Send Message", "Rollback", …); "" when absent
+    kept: int
+    dropped: int
+    added: list[dict[str, Any]]
+    time: float | None
+    index: int  # the event's position in the file, for errors
+
+
+def _edit(view: list[dict[str, Any]], edit: dict[str, Any]) -> int:
+    """Apply one edit to `view` in place; returns how many leading messages it left as they were."""
     operation = edit["operation"]
     if operation == "add":
-        return [*view, edit.get("message")]
+        view.append(copy.deepcopy(edit.get("message")))
+        return len(view) - 1
     if operation == "rollback":
-        to_id, count = edit.get("to_id"), int(edit.get("count") or 0)
+        to_id, count = edit.get("to_id"), edit.get("count") or 0
         if to_id is not None:
             ids = [m.get("id") for m in view]
-            return view[: ids.index(to_id) + 1] if to_id in ids else view
-        return view[: len(view) - count] if count else view
+            if to_id not in ids:
+                raise ValueError(f"rollback to {to_id!r}, which the view does not hold")
+            keep = ids.index(to_id) + 1
+        elif isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= len(view):
+            keep = len(view) - count
+        else:
+            raise ValueError(f"rollback count {count!r} is not a number of messages in the view")
+        del view[keep:]
+        return keep
     if operation == "reset":
-        return list(edit.get("new_messages") or [])
-    patched = apply_patch(view, list(edit.get("patch") or []))
-    if not isinstance(patched, list):
-        raise ValueError("the patched view is not a list of messages")
-    return patched
+        fresh = edit.get("new_messages") or []
+        if not isinstance(fresh, list):
+            raise ValueError("new_messages is not a list")
+        view[:] = copy.deepcopy(fresh)
+        return 0
+    return apply_patch(view, edit.get("patch") or [])
 
 
 def replay(transcript: PetriTranscript) -> Iterator[ViewEdit | ToolMade]:
-    """Every edit of the auditor and target views (with the view before and after) and every tool
-    made for the target, in the file's order.
+    """Every edit of the auditor and target views and every tool made for the target, in the file's order.
 
-    The combined view is replayed, so that a patch that does not apply is caught, but not
-    yielded: it is a mix of the other two.
+    Views are edited in place and each edit is described by what it kept (`ViewEdit`), so a
+    long transcript replays in time proportional to its edits. The combined view is
+    replayed, so that a patch that does not apply is caught, but not yielded: it is a mix
+    of the other two.
     """
     views: dict[str, list[dict[str, Any]]] = {}
     for index, event in enumerate(transcript.events):
         if event["type"] == "tool_creation_event" and isinstance(event.get("tool"), dict):
-            yield ToolMade(event["tool"], parse_time(event.get("timestamp")))
+            yield ToolMade(event["tool"], parse_time(event.get("timestamp")), index)
         if event["type"] != "transcript_event":
             continue
         names = event["view"] if isinstance(event["view"], list) else [event["view"]]
-        for view in names:
-            before = views.get(view, [])
+        for view in dict.fromkeys(names):  # a view named twice is edited once
+            messages = views.setdefault(view, [])
+            before = len(messages)
             try:
-                after = _edited(before, event["edit"])
+                kept = min(_edit(messages, event["edit"]), before, len(messages))
             except ValueError as exc:
                 raise _fail(transcript.path, f"events[{index}].edit", str(exc)) from None
-            if any(not isinstance(m, dict) or not isinstance(m.get("role"), str) for m in after):
+            added = messages[kept:]
+            if any(not isinstance(m, dict) or not isinstance(m.get("role"), str) for m in added):
                 raise _fail(transcript.path, f"events[{index}].edit", "a message without a 'role'")
-            views[view] = after
+            if len(messages) > MAX_VIEW_MESSAGES:
+                raise _fail(transcript.path, f"events[{index}].edit", f"more than {MAX_VIEW_MESSAGES} messages")
             if view in ("auditor", "target"):
-                yield ViewEdit(view, str(event["edit"].get("name") or ""), before, after,
-                               parse_time(event.get("timestamp")))
-
+                yield ViewEdit(view, str(event["edit"].get("name") or ""), kept, before - kept,
+                               copy.deepcopy(added), parse_time(event.get("timestamp")), index)

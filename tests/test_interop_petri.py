@@ -163,12 +163,122 @@ def test_files_that_are_not_petri_v3_are_one_line_errors_and_write_nothing(tmp_p
 
 
 def test_json_patch_follows_rfc_6902() -> None:
-    doc = [{"id": "a"}, {"id": "b"}]
-    appended = apply_patch(doc, [{"op": "add", "path": "/-", "value": {"id": "c"}}])
-    assert appended == [{"id": "a"}, {"id": "b"}, {"id": "c"}]
-    assert apply_patch(doc, [{"op": "replace", "path": "/0/id", "value": "z"}])[0] == {"id": "z"}
-    assert apply_patch(doc, [{"op": "move", "from_": "/0", "path": "/1"}]) == [{"id": "b"}, {"id": "a"}]
-    assert apply_patch(doc, [{"op": "copy", "from": "/1", "path": "/0"}])[:2] == [{"id": "b"}, {"id": "a"}]
-    assert doc == [{"id": "a"}, {"id": "b"}]  # never in place
-    with pytest.raises(ValueError, match="test failed"):
-        apply_patch(doc, [{"op": "test", "path": "/0/id", "value": "nope"}])
+    """In place; returns the first position an op could change; refuses what does not apply."""
+    def patched(*ops: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+        doc = [{"id": "a"}, {"id": "b"}]
+        return doc, apply_patch(doc, list(ops))
+
+    assert patched({"op": "add", "path": "/-", "value": {"id": "c"}}) == ([{"id": "a"}, {"id": "b"}, {"id": "c"}], 2)
+    assert patched({"op": "replace", "path": "/1/id", "value": "z"}) == ([{"id": "a"}, {"id": "z"}], 1)
+    assert patched({"op": "move", "from_": "/0", "path": "/1"}) == ([{"id": "b"}, {"id": "a"}], 0)
+    assert patched({"op": "test", "path": "/0/id", "value": "a"}) == ([{"id": "a"}, {"id": "b"}], 2)
+    for op in ({"op": "test", "path": "/0/id", "value": "nope"}, {"op": "add", "path": "/3", "value": 1},
+               {"op": "remove", "path": "/01"}, {"op": "replace", "path": "", "value": []},
+               {"op": "move", "from": "/0", "path": "/0/id"}, {"op": "copy", "from": "/0", "path": "/-"}):
+        with pytest.raises(ValueError):
+            patched(op)
+
+def _m(ident: str | None, role: str, text: str, prefill: bool = False) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": role, "content": text}
+    if ident is not None:
+        message["id"] = ident
+    if prefill:
+        message["metadata"] = {"source": "Auditor", "prefill": True}
+    return message
+
+
+def _file(tmp_path: Path, name: str, edits: list[dict[str, Any]]) -> Path:
+    """A minimal Petri v3 file whose target view goes through `edits`."""
+    events = [{"type": "transcript_event", "view": "target", "edit": e, "timestamp": "2026-12-04 08:00:00"}
+              for e in edits]
+    path = tmp_path / name
+    path.write_text(json.dumps({"metadata": {"version": "v3.0", "transcript_id": name}, "events": events}))
+    return path
+
+
+def _patch(*ops: dict[str, Any]) -> dict[str, Any]:
+    return {"operation": "json_patch", "patch": list(ops)}
+
+
+def _branch(path: Path) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in to_transcript(read_petri(path)).transcript.target_view()]
+
+
+def test_rollbacks_restarts_rewrites_and_missing_ids_end_on_petris_final_view(tmp_path: Path) -> None:
+    s, u1, a1 = _m("s", "system", "S"), _m("u1", "user", "hi"), _m("a1", "assistant", "hello")
+    p, c = _m("p", "assistant", "I think", prefill=True), _m("c", "assistant", " it is secret")
+    u2, a2 = _m("u2", "user", "again"), _m("a2", "assistant", "sure")
+    # A rollback to a prefill: the continuation goes, the prefill stays and is continued anew.
+    path = _file(tmp_path, "prefill.json", [
+        {"operation": "reset", "new_messages": [s, u1, p, c]},
+        _patch({"op": "remove", "path": "/3"}),
+        _patch({"op": "add", "path": "/3", "value": _m("c2", "assistant", " it is fine")}),
+    ])
+    assert _branch(path) == [("system", "S"), ("user", "hi"), ("assistant", "I think it is fine")]
+    assert len(to_transcript(read_petri(path)).transcript.target.branches()) == 2
+    # A message rewritten in the middle: the view from there on is a new branch, ids kept unique.
+    path = _file(tmp_path, "middle.json", [
+        {"operation": "reset", "new_messages": [s, u1, a1, u2, a2]},
+        _patch({"op": "remove", "path": "/1"}),
+    ])
+    imported = to_transcript(read_petri(path)).transcript
+    assert [(m.role, m.content) for m in imported.target_view()] == [("system", "S"), ("assistant", "hello"),
+                                                                      ("user", "again"), ("assistant", "sure")]
+    assert len(imported.target.branches()) == 2 and len(set(imported.target.nodes)) == len(imported.target.nodes)
+    # A restart with the same system message, and messages with no id at all.
+    path = _file(tmp_path, "restart.json", [
+        {"operation": "reset", "new_messages": [s, u1, a1]},
+        {"operation": "reset", "new_messages": []},
+        {"operation": "add", "message": s},
+        {"operation": "add", "message": _m(None, "user", "no id")},
+        {"operation": "add", "message": _m(None, "assistant", "nor here")},
+        {"operation": "rollback", "count": 1},
+        {"operation": "add", "message": _m(None, "assistant", "other")},
+    ])
+    imported = to_transcript(read_petri(path)).transcript
+    assert [(m.role, m.content) for m in imported.target_view()] == [("system", "S"), ("user", "no id"),
+                                                                      ("assistant", "other")]
+    assert len(imported.target.branches()) == 3
+
+
+def test_a_long_transcript_replays_in_linear_time(tmp_path: Path) -> None:
+    """Each edit costs what it changes: 4,000 appends and as many no-op patches replay in seconds."""
+    edits: list[dict[str, Any]] = [{"operation": "reset", "new_messages": [_m("s", "system", "S")]}]
+    for i in range(2000):
+        edits.append({"operation": "add", "message": _m(f"u{i}", "user", "q")})
+        edits.append({"operation": "add", "message": _m(f"a{i}", "assistant", "a")})
+        edits.append(_patch({"op": "test", "path": "/0/id", "value": "s"}))
+    imported = to_transcript(read_petri(_file(tmp_path, "long.json", edits))).transcript
+    assert len(imported.target_view()) == 4001 and len(imported.target.branches()) == 1
+
+
+def test_strict_patches_and_terminal_safe_notes(tmp_path: Path) -> None:
+    base = {"operation": "reset", "new_messages": [_m("s", "system", "S")]}
+    for op, why in [({"op": "add", "path": "/5", "value": _m("x", "user", "x")}, "past the end"),
+                    ({"op": "remove", "path": "/-1"}, "bad array index"),
+                    ({"op": "copy", "from": "/0", "path": "/1"}, "refused op 'copy'"),
+                    ({"op": "replace", "path": "/0/nope", "value": 1}, "no member")]:
+        path = _file(tmp_path, "bad.json", [base, _patch(op)])
+        r = audit("import", "petri", str(path), "--store", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path)
+        assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr, (op, r.stderr)
+        assert not (tmp_path / "x.db").exists()
+    odd = _m("u", "user", "")
+    odd["content"] = [{"type": "\x1b]0;owned\x07\x1b[2J", "text": "x"}]
+    path = _file(tmp_path, "escape.json", [base, {"operation": "add", "message": odd}])
+    r = audit("import", "petri", str(path), "--store", f"sqlite:///{tmp_path / 'y.db'}", cwd=tmp_path)
+    assert r.returncode == 0 and "\x1b" not in r.stdout and "not carried: a \\x1b" in r.stdout, r.stdout
+
+
+def test_an_imported_audit_exports_petris_rubric_and_no_detection(tmp_path: Path) -> None:
+    """Without a seeded quirk there is nothing to detect: no quirk_detection score, Petri's rubric instead."""
+    from inspect_ai.log import read_eval_log
+
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    assert audit("import", "petri", str(DATA / "rollback.json"), "--store", url, cwd=tmp_path).returncode == 0
+    run_id = run_id_for(read_petri(DATA / "rollback.json"))
+    r = audit("export", run_id, "--store", url, "--format", "inspect", "--out", "petri.eval", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    sample = read_eval_log(str(tmp_path / "petri.eval")).samples[0]
+    assert sample.id == run_id and "quirk_detection" not in sample.scores and "graders_only" not in sample.metadata
+    scores = _petri("rollback.json")["metadata"]["judge_output"]["scores"]
+    assert {k: v.value for k, v in sample.scores.items()} == {f"rubric/{k}": v for k, v in scores.items()}
