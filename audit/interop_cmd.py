@@ -99,8 +99,8 @@ def import_petri_command(
 ) -> None:
     """Import Petri transcripts: the auditor's conversation, the target's conversation with every rollback
     branch, the tools made for the target, and Petri's judge output (scores, summary, highlights). Then
-    `audit show`, `audit review`, `audit judge` and `audit traces` read them. Importing a file twice adds
-    nothing."""
+    `audit show`, `audit review` and (with --out) `audit traces` read them. Importing a file twice adds no
+    run; with --judge it grades the audit again, as `audit judge` would."""
     import asyncio
 
     from interop.petri_store import import_file, petri_files, prepare, write_traces_index
