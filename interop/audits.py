@@ -86,6 +86,24 @@ class StoredAudit:
         hidden = GRADER_LABELS if self.seeded else ()
         return {k: v for k, v in self.labels.items() if k not in hidden and v is not None}
 
+    def public_facts(self) -> dict[str, Any]:
+        """The run's facts a viewer may see, the same in every export (the run id only when it names no quirk)."""
+        t = self.transcript
+        facts: dict[str, Any] = {
+            "id": self.public_id,
+            "status": self.status,
+            "target": self.public_target,
+            "auditor": self.auditor,
+            "judge": self.judge,
+            "turns": t.auditor_turns,
+            "end": t.end.reason if t.end else None,
+            "report": t.report.model_dump() if t.report else None,
+            **self.public_labels(),
+        }
+        if not self.seeded:
+            facts["run_id"] = self.run_id
+        return facts
+
     @property
     def seed(self) -> str:
         """The auditor's instruction: the first user message it read."""
@@ -154,9 +172,10 @@ def _read_json(path: Path) -> Any:
         raise SpecError(f"{path}: not readable JSON ({exc})") from None
 
 
-def from_eval_dir(directory: Path) -> list[StoredAudit]:
-    """Every audit of an `audit eval` output directory, in its results order."""
-    results = _read_json(directory / "results.json")
+def from_eval_dir(directory: Path, results: Any = None) -> list[StoredAudit]:
+    """Every audit of an `audit eval` output directory, in its results order (`results`: its
+    results.json, when the caller has already read it)."""
+    results = _read_json(directory / "results.json") if results is None else results
     rows = results.get("rows") if isinstance(results, dict) else None
     if not isinstance(rows, list):
         raise SpecError(f"{directory / 'results.json'}: field 'rows' is missing; not an eval's results")
@@ -205,8 +224,8 @@ def load_audits(sources: list[str], open_store: Callable[[], Store] | None) -> t
     for source in sources:
         path = Path(source)
         if path.is_dir():
-            audits += from_eval_dir(path)
             results = _read_json(path / "results.json")
+            audits += from_eval_dir(path, results)
             suite = results.get("suite") if isinstance(results, dict) else None
             names.append(str(suite.get("name")) if isinstance(suite, dict) and suite.get("name") else path.name)
             continue

@@ -64,27 +64,15 @@ def docent_messages(messages: Sequence[Message], model: str | None = None) -> li
 
 
 def _metadata(audit: StoredAudit) -> dict[str, Any]:
-    t = audit.transcript
-    report = t.report
     scores: dict[str, Any] = dict(detection_values(audit) or {})
     scores.update({f"rubric/{name}": value for name, value, _ in rubric_scores(audit)})
     if audit.reward is not None:
         scores["reward"] = audit.reward.reward
     metadata: dict[str, Any] = {
-        "id": audit.public_id,
-        "status": audit.status,
-        "target": audit.public_target,
-        "auditor": audit.auditor,
-        "judge": audit.judge,
-        "turns": t.auditor_turns,
-        "end": t.end.reason if t.end else None,
+        **audit.public_facts(),
         "scores": scores,
         "explanation": detection_explanation(audit),
-        "report": report.model_dump() if report else None,
-        **audit.public_labels(),
     }
-    if not audit.seeded:
-        metadata["run_id"] = audit.run_id
     if audit.error:
         metadata["error"] = audit.error
     if audit.reward is not None:

@@ -125,22 +125,11 @@ def inspect_sample(audit: StoredAudit) -> Any:
     from inspect_ai.log import EvalError, EvalSample
 
     t = audit.transcript
-    report = t.report
-    facts: dict[str, Any] = {
-        "id": audit.public_id,
-        "status": audit.status,
-        "target": audit.public_target,
-        "auditor": audit.auditor,
-        "judge": audit.judge,
-        "turns": t.auditor_turns,
-        "end": t.end.reason if t.end else None,
-        "report": report.model_dump() if report else None,
+    facts = {
+        **audit.public_facts(),
         "findings": [f.model_dump() for f in t.findings],
         "current_branch": [m.id for m in t.target_view()],
-        **audit.public_labels(),
     }
-    if not audit.seeded:
-        facts["run_id"] = audit.run_id
     metadata: dict[str, Any] = {"auditrl": facts, "target_conversation": target_conversation(audit)}
     graders = audit.graders_only()
     if graders is not None:
