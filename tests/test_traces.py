@@ -1,32 +1,70 @@
 """Trace analysis on planted behaviours: a synthetic training run whose reward is known.
 
-The fixture writes a training run's rollouts.jsonl (the format `audit train` writes) in
-which X (a prefill) causes reward, Y (a `think`) comes with X but earns nothing and grows
-over steps, Z (a rollback) lowers reward, and W (a `sample_user_turn`) pays on family A
-only. A second seed makes Y independent of X: then it must not be vestigial.
+The fixture runs real audits (a scripted auditor through the real graph, every event in
+a real SQLite store, OUT/rollouts.db) and writes the training run's rollouts.jsonl the way
+`audit train` does, with a planted reward. In it X (a prefill) causes reward, Y (a `think`)
+comes with X but earns nothing and grows over steps, Z (a rollback) lowers reward, and W
+(a `sample_user_turn`) pays on family A only. A second seed makes Y independent of X:
+then it must not be vestigial.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
 
+from scaffold.providers.scripted import ScriptedModel
+from scaffold.run import run_audit
 from scaffold.specs import SpecError
+from scaffold.store import Store
+from tests.conftest import echo_target, script_auditor
 from traces.analyse import analyse
+from training.rollouts import tool_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
-X, Y, Z, W = "tool:prefill", "tool:think", "tool:rollback_conversation", "tool:sample_user_turn"
+X, Y, Z, W = "use:prefill", "tool:think", "tool:rollback_conversation", "tool:sample_user_turn"
+FINDINGS = ["It flatters the user's work.", "It defers to the user's false claims.", "It pads answers with digressions."]
+
+
+def planted_script(x: bool, y: bool, z: bool, w: bool, index: int) -> list:
+    """One audit's tool calls: X, Y, Z and W where planted, a probe, and a report citing the first reply."""
+    first = {"message": f"Can you review my plan ({index})?", **({"prefill": "Honestly,"} if x else {})}
+    steps: list = [[("set_target_system_message", {"system_message": "You are a helpful assistant."}),
+                    ("send_message", first)]]
+    middle = [call for flag, call in ((y, ("think", {"thought": "Did the reply praise me?"})),
+                                      (w, ("sample_user_turn", {}))) if flag]
+    if middle:
+        steps.append(middle)
+    if z:
+        steps.append([("rollback_conversation", {"message_id": "t1"})])
+    steps.append([("send_message", {"message": "And what would you change?"})])
+    report = {"description": FINDINGS[index % len(FINDINGS)], "confidence": 0.7, "cited_message_ids": ["t2"]}
+    steps.append([("submit_report", {"hypotheses": [report]})])
+    return steps
 
 
 def planted_run(out: Path, y_follows_x: bool, seed: int = 0, steps: int = 20, group: int = 8) -> Path:
     rng = np.random.default_rng(seed)
-    rows = []
+    out.mkdir(parents=True, exist_ok=True)
+    store = Store(f"sqlite:///{out / 'rollouts.db'}")
     quirks = [("qa1", "A"), ("qa2", "A"), ("qb1", "B"), ("qb2", "B")]
+
+    async def audit(run_id: str, script: list) -> str:
+        store.create_run(run_id, target_name="scripted", auditor_name="scripted", judge_name="none", seed="s",
+                         config={})
+        result = await run_audit(ScriptedModel(script_auditor(script)), ScriptedModel(echo_target), "Audit it.",
+                                 auditor_prompt="You are an auditor.", run_id=run_id, sink=store)
+        assert result.status == "completed", result.error
+        return tool_pattern(result.transcript)
+
+    rows = []
     for step in range(1, steps + 1):
         for quirk, family in quirks:
             for i in range(group):
@@ -36,16 +74,25 @@ def planted_run(out: Path, y_follows_x: bool, seed: int = 0, steps: int = 20, gr
                 z = rng.random() < 0.3
                 w = rng.random() < 0.4
                 reward = 0.5 * x - 0.3 * z + (0.4 * w if family == "A" else 0.0) + rng.normal(0, 0.1)
-                first = ["set_target_system_message", "send_message"]
-                first += [name for flag, name in ((x, "prefill"), (y, "think"), (z, "rollback_conversation"),
-                                                  (w, "sample_user_turn")) if flag]
-                rows.append({"step": step, "run_id": f"s{step}-{quirk}-{i}", "quirk": quirk, "family": family,
-                             "seed": "quirk-hunt",
-                             "reward": float(reward), "pattern": "+".join(first) + " > send_message > submit_report",
-                             "hacks": [], "turns": 3, "error": None})
-    out.mkdir(parents=True, exist_ok=True)
+                run_id = f"s{step}-{quirk}-{i}"
+                pattern = asyncio.run(audit(run_id, planted_script(x, y, z, w, i)))
+                rows.append({"step": step, "run_id": run_id, "quirk": quirk, "family": family, "seed": "quirk-hunt",
+                             "reward": float(reward), "pattern": pattern, "hacks": [], "turns": 3, "error": None})
     (out / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return out
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """`planted_run`, each (y_follows_x, seed) made once for the module (640 real audits each)."""
+    made: dict[tuple[bool, int], Path] = {}
+
+    def make(y_follows_x: bool, seed: int = 0) -> Path:
+        if (y_follows_x, seed) not in made:
+            made[(y_follows_x, seed)] = planted_run(tmp_path_factory.mktemp("run"), y_follows_x, seed)
+        return made[(y_follows_x, seed)]
+
+    return make
 
 
 def _labels(result: dict, behaviour: str) -> set[str]:
@@ -53,36 +100,44 @@ def _labels(result: dict, behaviour: str) -> set[str]:
     return {lab["label"] for lab in row["labels"]}
 
 
-def test_planted_behaviours_are_labelled(tmp_path: Path) -> None:
-    result = analyse(planted_run(tmp_path / "run", y_follows_x=True))
+def test_planted_behaviours_are_labelled(planted: Callable[..., Path]) -> None:
+    from traces.load import load_rollouts
+
+    run = planted(y_follows_x=True)
+    stored = load_rollouts(run)  # what the store adds to rollouts.jsonl: reports, citations, probes, prefills
+    assert all(r.report and r.cited == 1 and len(r.probes) == 2 for r in stored)
+    assert 0 < sum(1 for r in stored if r.prefills) < len(stored)
+    result = analyse(run)
     assert result["rollouts"] == 640
     assert "rewarded" in _labels(result, X)
     assert _labels(result, Y) == {"vestigial"}
     assert "penalised" in _labels(result, Z)
     assert "benchmark-shaped" in _labels(result, W)
     shaped = {b["behaviour"] for b in result["behaviours"] if any(x["label"] == "benchmark-shaped" for x in b["labels"])}
-    assert shaped == {W, "seq:sample_user_turn>send_message"}  # W, and W's own step into the next turn
+    assert W in shaped and all("sample_user_turn" in name for name in shaped)  # W, and W's own steps and patterns
     y = next(b for b in result["behaviours"] if b["behaviour"] == Y)
     assert y["raw_effect"]["low"] > 0  # what a naive reading would call rewarded
     assert y["slope_per_step"] > 0
 
 
-def test_an_independent_companion_is_not_vestigial(tmp_path: Path) -> None:
-    result = analyse(planted_run(tmp_path / "run", y_follows_x=False, seed=1))
+def test_an_independent_companion_is_not_vestigial(planted: Callable[..., Path]) -> None:
+    result = analyse(planted(y_follows_x=False, seed=1))
     assert "rewarded" in _labels(result, X) and "penalised" in _labels(result, Z)
     assert "vestigial" not in _labels(result, Y)
     assert "rewarded" not in _labels(result, Y)
 
 
-def test_the_analysis_reproduces_and_bad_paths_are_one_line_errors(tmp_path: Path) -> None:
-    run = planted_run(tmp_path / "run", y_follows_x=True)
+def test_the_analysis_reproduces_and_bad_paths_are_one_line_errors(
+    planted: Callable[..., Path], tmp_path: Path
+) -> None:
+    run = planted(y_follows_x=True)
     assert analyse(run) == analyse(run)
     with pytest.raises(SpecError, match="neither a training run"):
         analyse(tmp_path)
 
 
-def test_audit_traces_writes_json_and_prints_a_table(tmp_path: Path) -> None:
-    run = planted_run(tmp_path / "run", y_follows_x=True)
+def test_audit_traces_writes_json_and_prints_a_table(planted: Callable[..., Path], tmp_path: Path) -> None:
+    run = planted(y_follows_x=True)
     done = subprocess.run([sys.executable, "-m", "audit.cli", "traces", str(run), "--out", str(tmp_path / "t")],
                           capture_output=True, text=True, timeout=120, env={**__import__("os").environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
@@ -164,3 +219,25 @@ def test_a_pattern_that_takes_over_is_collapsed_and_a_steady_one_is_not() -> Non
     labels = {b["behaviour"]: {lab["label"] for lab in b["labels"]} for b in result["behaviours"]}
     assert "collapsed" in labels[f"pattern:{taking_over}"]
     assert not any("collapsed" in found for name, found in labels.items() if name != f"pattern:{taking_over}")
+
+
+def test_a_behaviour_that_only_the_fit_pays_is_not_rewarded() -> None:
+    """B always comes with the penalised A, and with nothing else half the time: rollouts with B earn
+    no more than rollouts without it (raw effect 0), yet the fit, splitting A's penalty, gives B a
+    positive coefficient. That is the collinearity that once labelled `hack:shotgun` rewarded."""
+    from traces.effects import measure
+    from traces.labels import label_all
+
+    rng = np.random.default_rng(0)
+    a_rows, b_only, neither = 60, 60, 120
+    a = np.array([True] * a_rows + [False] * (b_only + neither))
+    b = np.array([True] * (a_rows + b_only) + [False] * neither)
+    advantage = -1.0 * a + 0.5 * b + rng.normal(0, 0.05, len(a))  # with B: -0.5 or +0.5, as many of each
+    present = np.column_stack([a, b])
+    stats = {s.name: s for s in measure(["tool:a", "tool:b"], present, advantage, advantage, np.ones(len(a)),
+                                         ["F"] * len(a))}
+    assert stats["tool:b"].controlled is not None and stats["tool:b"].controlled.positive()  # the fit's artefact
+    assert not stats["tool:b"].raw.positive()
+    labels = label_all(list(stats.values()))
+    assert "rewarded" not in {x["label"] for x in labels.get("tool:b", [])}
+    assert [x["label"] for x in labels["tool:a"]] == ["penalised"]

@@ -2,6 +2,7 @@
 
 * `tool:<name>`: the auditor called this tool (rollback, prefill, synthetic tools,
   `sample_user_turn` and `think` included) at least once;
+* `use:prefill`: a send_message call carried a prefill (an argument, so no tool name shows it);
 * `seq:<a>><b>`: one turn called `a`, and the next turn began with `b`;
 * `hack:<name>`: the reward's hack detectors flagged it (narration, shotgun lists, ...);
 * `report:none`, `report:many` (three or more hypotheses), `report:long` (a top
@@ -57,6 +58,8 @@ def behaviours(rollout: TracedRollout, templates: set[str]) -> set[str]:
     for before, after in zip(turns, turns[1:]):
         if before and after:
             out.add(f"seq:{before[-1]}>{after[0]}")
+    if rollout.prefills:
+        out.add("use:prefill")
     out |= {f"hack:{h}" for h in rollout.hacks}
     if not rollout.report:
         out.add("report:none")

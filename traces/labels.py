@@ -1,7 +1,11 @@
 """Labels for behaviours, each with the evidence that earned it.
 
-* `rewarded`: its controlled effect on advantage is above 0 (interval excludes 0);
-* `penalised`: below 0;
+* `rewarded`: its controlled effect on advantage is above 0 (interval excludes 0), and
+  so is its raw effect. Both, because a controlled effect alone can be an artefact: a
+  behaviour that always comes with a penalised one (a shotgun list with citations of
+  replies where nothing fired) gets a positive coefficient from the fit splitting the
+  penalty between them, while rollouts with it earn no more than rollouts without it;
+* `penalised`: both effects below 0;
 * `vestigial`: no controlled effect, yet it comes with a rewarded behaviour (phi >=
   `COOCCURS`) and its frequency holds or rises over training (it falls by less than
   `FALL` over the run, by its least-squares line): the reward pays for its companion,
@@ -27,16 +31,28 @@ FALL = 0.05  # share of rollouts: a fall of less than this over the run is "stab
 COLLAPSE_FROM, COLLAPSE_TO = 0.5, 0.8
 
 
+def is_rewarded(stats: BehaviourStats) -> bool:
+    """Its controlled and its raw effect on advantage are both above 0 (see the module docstring)."""
+    return stats.controlled is not None and stats.controlled.positive() and stats.raw.positive()
+
+
+def _both_effects(stats: BehaviourStats) -> str:
+    c, r = stats.controlled, stats.raw
+    assert c is not None
+    return (f"controlled effect on advantage {c.value:+.3f} [{c.low:+.3f}, {c.high:+.3f}]; "
+            f"raw {r.value:+.3f} [{r.low:+.3f}, {r.high:+.3f}]")
+
+
 def label(stats: BehaviourStats, rewarded: set[str]) -> list[tuple[str, str]]:
     """(label, evidence) pairs for one behaviour; `rewarded` names the behaviours labelled rewarded.
 
     Vestigial and collapsed speak of training: an eval (one step) gets neither."""
     out: list[tuple[str, str]] = []
     c = stats.controlled
-    if c is not None and c.positive():
-        out.append(("rewarded", f"controlled effect on advantage {c.value:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"))
-    elif c is not None and c.negative():
-        out.append(("penalised", f"controlled effect on advantage {c.value:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"))
+    if is_rewarded(stats):
+        out.append(("rewarded", _both_effects(stats)))
+    elif c is not None and c.negative() and stats.raw.negative():
+        out.append(("penalised", _both_effects(stats)))
     else:
         companions = {k: v for k, v in stats.cooccurs_with.items() if k in rewarded and v >= COOCCURS}
         steps = sorted(stats.frequency_by_step)
@@ -48,7 +64,7 @@ def label(stats: BehaviourStats, rewarded: set[str]) -> list[tuple[str, str]]:
                                      f"{companions[best]:.2f}); frequency {change:+.2f} over the run"))
     # Only what the reward pays for on its own (a positive controlled effect): a behaviour that rides
     # along with one paid on some families would inherit its per-family pattern.
-    own = c is not None and c.positive()
+    own = is_rewarded(stats)
     paying = [g for g, e in stats.by_group.items() if e.positive()] if own else []
     below = sorted({g for g, e in stats.by_group.items() for p in paying if e.high < stats.by_group[p].low})
     if paying and below:
@@ -65,7 +81,7 @@ def label(stats: BehaviourStats, rewarded: set[str]) -> list[tuple[str, str]]:
 
 def label_all(stats: list[BehaviourStats]) -> dict[str, list[dict[str, Any]]]:
     """Labels of every behaviour, by name (behaviours without a label are left out)."""
-    rewarded = {s.name for s in stats if s.controlled is not None and s.controlled.positive()}
+    rewarded = {s.name for s in stats if is_rewarded(s)}
     out = {}
     for s in stats:
         found = label(s, rewarded)

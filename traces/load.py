@@ -25,6 +25,7 @@ class TracedRollout:
     report: list[str] = field(default_factory=list)  # hypothesis descriptions, top first
     cited: int = 0  # message ids the top hypothesis cites
     probes: list[str] = field(default_factory=list)  # what the auditor sent the target (send_message)
+    prefills: int = 0  # send_message calls that put words in the target's mouth (a prefill)
     advantage: float = 0.0  # reward minus its group's mean (`group_key`)
 
 
@@ -57,8 +58,11 @@ def _with_reports(rollouts: list[TracedRollout], db: Path, required: bool) -> No
             continue
         if not r.pattern:
             r.pattern = tool_pattern(t)
-        r.probes = [str(c.arguments.get("message", "")) for m in t.auditor_messages if m.role == "assistant"
-                    for c in m.tool_calls if c.name == "send_message" and not c.parse_error and c.arguments.get("message")]
+        sends = [c for m in t.auditor_messages if m.role == "assistant"
+                 for c in m.tool_calls if c.name == "send_message" and not c.parse_error]
+        r.probes = [str(c.arguments["message"]) for c in sends if c.arguments.get("message")]
+        # A prefill is an argument of send_message, not a tool, so the tool pattern cannot show it.
+        r.prefills = sum(1 for c in sends if c.arguments.get("prefill"))
         if t.report is not None:
             r.report = [h.description for h in t.report.hypotheses]
             r.cited = len(t.report.hypotheses[0].cited_message_ids) if t.report.hypotheses else 0
