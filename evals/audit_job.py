@@ -31,7 +31,7 @@ from auditor.prompts import (
 from rewards.judges import Judge, build_judge, resolve_judge_spec
 from rewards.reward import REWARDS, RewardWeights
 from rewards.types import JudgeResult, RewardResult
-from scaffold.checkpoints import checkpoint_path, open_checkpointer
+from scaffold.checkpoints import open_store_checkpointer
 from scaffold.events import Event
 from scaffold.messages import GenerateConfig
 from scaffold.model import ChatModel, close_model
@@ -255,7 +255,7 @@ def _checkpoints(shared: Any, store: Store, out: Path) -> contextlib.AbstractAsy
     """The shared checkpointer, or one opened beside the store for this audit."""
     if shared is not None:
         return contextlib.nullcontext(shared)
-    return open_checkpointer(checkpoint_path(store, out))
+    return open_store_checkpointer(store, out)
 
 
 # Per-call seeds are seed + step (steps stay far below 2**19), so the target's stream

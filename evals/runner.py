@@ -51,7 +51,7 @@ from evals.results import SCHEMA_VERSION, AuditRow, EvalResults, aggregate
 from evals.suites import EvalCase, Suite, expand
 from rewards.judges import build_judge, judge_digest, resolve_judge_spec
 from rewards.types import JudgeResult, RewardResult
-from scaffold.checkpoints import checkpoint_path, open_checkpointer
+from scaffold.checkpoints import open_store_checkpointer
 from scaffold.model import ChatModel, close_model
 from scaffold.run import INITIAL_EVENTS
 from scaffold.secrets import SecretRegistry
@@ -345,7 +345,7 @@ async def _run_cases(
 
     try:
         # Beside the audits' own out_dir (DIR/runs), where `audit run --resume RUN` looks too.
-        async with open_checkpointer(checkpoint_path(store, out / "runs")) as saver:
+        async with open_store_checkpointer(store, out / "runs") as saver:
             await asyncio.gather(*(one(case, saver) for case in pending))
     finally:
         await models.close()

@@ -1,4 +1,10 @@
-"""LangGraph SQLite checkpoints, kept in a file beside the store, written inline.
+"""LangGraph checkpoints: beside a SQLite store in a file, written inline; in a PostgreSQL store's own database.
+
+`open_store_checkpointer(store, fallback_dir)` picks one. A PostgreSQL store is meant to be
+shared by several processes or machines (`audit eval` workers), so its checkpoints go to the
+same database through LangGraph's own `AsyncPostgresSaver`
+(`langgraph-checkpoint-postgres`, the `postgres` extra): an audit killed on one machine can
+be resumed from another. Everything below this paragraph is about SQLite.
 
 An audit's graph state is an O(1) cursor, so a checkpoint write is a few small rows.
 LangGraph's AsyncSqliteSaver sends each statement to an aiosqlite thread and back; at
@@ -19,12 +25,19 @@ from typing import Any, AsyncIterator, Iterator
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from scaffold.specs import SpecError
 from scaffold.store import Store, sqlite_pragmas
+
+# Connections per process to a PostgreSQL checkpointer: concurrent audits share them.
+POSTGRES_POOL_SIZE = 8
+# Any fixed 64-bit key: processes starting together take turns at LangGraph's migrations,
+# which insert version rows and would otherwise collide.
+_SETUP_LOCK_KEY = 0x61756469747274
 
 
 def checkpoint_path(store: Store, fallback_dir: Path) -> Path:
-    """Where a store's checkpoints live: `audit.db` -> `audit.checkpoints.db`; for
-    server databases (PostgreSQL), `fallback_dir/checkpoints.db`."""
+    """Where a SQLite checkpoint file lives: `audit.db` -> `audit.checkpoints.db`; for a store
+    on a server database with no checkpointer of its own, `fallback_dir/checkpoints.db`."""
     db = store.sqlite_path()
     if db is None:
         return fallback_dir / "checkpoints.db"
@@ -84,3 +97,49 @@ async def open_checkpointer(path: Path) -> AsyncIterator[InlineSqliteSaver]:
     """
     with inline_saver(path) as saver:
         yield saver
+
+
+def postgres_conninfo(store: Store) -> str | None:
+    """The libpq connection string of a PostgreSQL store (None for any other database)."""
+    url = store.engine.url
+    if url.get_backend_name() != "postgresql":
+        return None
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@contextlib.asynccontextmanager
+async def open_postgres_checkpointer(conninfo: str) -> AsyncIterator[Any]:
+    """LangGraph's AsyncPostgresSaver on a connection pool to `conninfo`, its tables set up, closed on exit."""
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg import AsyncConnection
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+    except ImportError:
+        raise SpecError(
+            "checkpoints on PostgreSQL need langgraph-checkpoint-postgres; run: pip install 'auditrl[postgres]'"
+        ) from None
+    # The saver's own connection settings: autocommit (each checkpoint is committed when
+    # written, LangGraph's `durability="sync"`), no server-side prepared statements, dict rows.
+    settings = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    async with await AsyncConnection.connect(conninfo, **settings) as setup_conn:
+        await setup_conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK_KEY,))
+        try:
+            await AsyncPostgresSaver(setup_conn).setup()  # type: ignore[arg-type]
+        finally:
+            await setup_conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK_KEY,))
+    pool = AsyncConnectionPool(conninfo, min_size=1, max_size=POSTGRES_POOL_SIZE, kwargs=settings, open=False)
+    await pool.open(wait=True)
+    try:
+        yield AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+    finally:
+        await pool.close()
+
+
+def open_store_checkpointer(store: Store, fallback_dir: Path) -> contextlib.AbstractAsyncContextManager[Any]:
+    """The checkpointer for audits stored in `store`: in its own database when that is PostgreSQL,
+    otherwise the SQLite file beside it (`checkpoint_path`)."""
+    conninfo = postgres_conninfo(store)
+    if conninfo is not None:
+        return open_postgres_checkpointer(conninfo)
+    return open_checkpointer(checkpoint_path(store, fallback_dir))

@@ -29,7 +29,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError
 
 from scaffold.events import Event, event_from_json
@@ -139,19 +139,39 @@ class _SqliteAppender:
                 raise
 
 
+def with_postgres_driver(url: str) -> str:
+    """`postgresql://...` or `postgres://...` as `postgresql+psycopg://...`; any other URL unchanged."""
+    for scheme in ("postgresql://", "postgres://"):
+        if url.startswith(scheme):
+            return "postgresql+psycopg://" + url[len(scheme):]
+    return url
+
+
+def masked_url(url: str) -> str:
+    """`url` with any password replaced by `***`."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
 class Store:
     """Runs, events and judge results behind one SQLAlchemy engine."""
 
     def __init__(
         self, url: str = DEFAULT_STORE_URL, redact: Callable[[str], str] = lambda s: s, *, must_exist: bool = False
     ) -> None:
-        """Open (and create, unless `must_exist`) the store at `url`."""
-        self.url = url
+        """Open (and create, unless `must_exist`) the store at `url`.
+
+        `postgresql://` (and `postgres://`) URLs use psycopg 3, the driver the `postgres` extra
+        installs; SQLAlchemy's own default would be psycopg2."""
+        url = with_postgres_driver(url)
+        self.url = masked_url(url)  # for messages: a password in the URL never reaches one
         self.redact = redact
         try:
             self.engine: Engine = create_engine(url)
         except (ArgumentError, ImportError) as exc:
-            raise SpecError(f"--store {url!r}: not a usable database URL ({exc})") from None
+            raise SpecError(f"--store {self.url!r}: not a usable database URL ({exc})") from None
         if self.engine.dialect.name == "sqlite":
             path = self.sqlite_path()
             if must_exist and path is not None and not path.exists():
@@ -161,7 +181,7 @@ class Store:
             metadata.create_all(self.engine)
             self._check_schema()
         except DatabaseError as exc:
-            raise StoreError(f"cannot open store {url}: {exc.orig}") from None
+            raise StoreError(f"cannot open store {self.url}: {exc.orig}") from None
         path = self.sqlite_path()
         # Plain file URLs only: with URL options (uri=true, mode=...) the engine may open the file differently.
         plain = path is not None and not self.engine.url.query

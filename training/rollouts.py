@@ -30,7 +30,7 @@ from evals.suites import split_quirk_ids
 from rewards.hacking import hacking_flags
 from rewards.judges import Judge
 from rewards.types import JudgeResult, RewardResult
-from scaffold.checkpoints import checkpoint_path, open_checkpointer
+from scaffold.checkpoints import open_store_checkpointer
 from scaffold.model import ChatModel
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
@@ -202,7 +202,7 @@ class RolloutRunner:
 
     async def run(self, tasks: list[RolloutTask], step: int) -> list[Rollout]:
         """One rollout per entry of `tasks` (a task repeated G times gives its group), concurrently."""
-        async with open_checkpointer(checkpoint_path(self.store, self.out)) as saver:
+        async with open_store_checkpointer(self.store, self.out) as saver:
             return list(await asyncio.gather(*(self._one(t, step, i, saver) for i, t in enumerate(tasks))))
 
     async def _one(self, task: RolloutTask, step: int, index: int, saver: Any) -> Rollout:
