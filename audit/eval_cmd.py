@@ -41,6 +41,15 @@ def run_suite(
     resume: bool = typer.Option(False, "--resume", help="Continue the eval in --out: finished audits are kept."),
     prices: Optional[Path] = typer.Option(None, help="API price table YAML (default: evals/prices.yaml)."),
     quirks: Optional[list[Path]] = typer.Option(None, "--quirks", help=QUIRKS_HELP),
+    ray: Optional[str] = typer.Option(
+        None, "--ray", metavar="local|ADDRESS",
+        help="Run the audits as Ray tasks: `local` starts a cluster on this machine (SQLite or PostgreSQL store); "
+        "`auto` or `ray://HOST:10001` joins a running one (PostgreSQL store). --concurrency is then per worker. "
+        "Needs the `ray` extra.",
+    ),
+    ray_workers: Optional[int] = typer.Option(
+        None, min=1, max=4096, help="With `--ray local`: the local cluster's workers (default: this machine's CPUs)."
+    ),
 ) -> None:
     """Run a suite: many concurrent, judged, stored audits into results.json and reports."""
     cli = cli_context(ctx)
@@ -60,6 +69,17 @@ def run_suite(
     if manual is not None:
         loaded = loaded.model_copy(update={"manual": manual.value})
     table = cli.guarded(lambda: load_prices(prices))  # checked before anything is created
+    on_ray = None
+    if ray is not None:
+        from evals.ray_runner import RayOptions
+
+        if not ray.strip():
+            cli.fail("--ray: give `local`, `auto` or a cluster address such as ray://HOST:10001")
+        if ray_workers is not None and ray != "local":
+            cli.fail("--ray-workers sizes a local cluster; a running cluster has its own workers")
+        on_ray = RayOptions(address=None if ray == "local" else ray, workers=ray_workers)
+    elif ray_workers is not None:
+        cli.fail("--ray-workers needs --ray local")
     directory = out or Path("evals-out") / f"{loaded.name}-{_slug(auditor)}"
     log_path = cli.setup_logging(directory)
     db = cli.open_store(store, log_path=log_path)
@@ -87,7 +107,7 @@ def run_suite(
                 run_eval(
                     loaded, auditor=auditor, judge=judge, out=directory, store=db, secrets=cli.secrets,
                     concurrency=concurrency, repeats=repeats, resume=resume, prices=table,
-                    on_row=finished, on_start=started,
+                    on_row=finished, on_start=started, ray=on_ray,
                 )
             )
 

@@ -123,7 +123,9 @@ class Aggregates(BaseModel):
     mean_wall_s: float
     mean_reward: float | None
     cost_usd: float | None = Field(None, description="total API cost; None when nothing was priced")
-    cpu_s: float = Field(0.0, description="CPU seconds of this session's eval process (local models' compute)")
+    cpu_s: float = Field(
+        0.0, description="CPU seconds of this session's eval process (local models' compute) and, on Ray, of its workers"
+    )
     cpu_s_per_audit: float | None = Field(None, description="cpu_s over the audits this session ran")
     audits_per_minute: float = Field(0.0, description="audits this session ran, per minute of its wall time")
 

@@ -31,9 +31,10 @@ import shlex
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from auditor.build import build_auditor
 from auditor.heuristic import HEURISTIC_SPECS
@@ -46,6 +47,7 @@ from evals.audit_job import (
     resume_judged_audit,
     run_judged_audit,
 )
+from evals.audit_rows import failed_row, make_row
 from evals.prices import PriceTable, load_prices
 from evals.results import SCHEMA_VERSION, AuditRow, EvalResults, aggregate
 from evals.suites import EvalCase, Suite, expand
@@ -53,12 +55,16 @@ from rewards.judges import build_judge, judge_digest, resolve_judge_spec
 from rewards.types import JudgeResult, RewardResult
 from scaffold.checkpoints import open_store_checkpointer
 from scaffold.model import ChatModel, close_model
+from scaffold.providers.limits import ProcessSlots, provider_slots, slots_installed
 from scaffold.run import INITIAL_EVENTS
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError, model_spec_from_arg
 from scaffold.store import Store, StoreError
 from scaffold.transcript import Transcript
 from targets.quirks import get_quirk, library_digest, quirk_set_digest
+
+if TYPE_CHECKING:
+    from evals.ray_runner import RayOptions
 
 RowCallback = Callable[[AuditRow, int, int], None]  # (row, finished so far, total)
 log = logging.getLogger(__name__)
@@ -167,67 +173,6 @@ def _label(spec: str) -> str | None:
         return None
 
 
-def _case_fields(case: EvalCase, run_id: str) -> dict[str, Any]:
-    """The fields of an audit's row that come from its case, whatever the audit's outcome."""
-    organism = case.target.organism
-    return {
-        "case_id": case.case_id,
-        "run_id": run_id,
-        "quirk": case.quirk,
-        "split": case.split,
-        "difficulty": organism.difficulty if organism else "n/a",
-        "base_responder": organism.base_responder if organism else "n/a",
-        "repeat": case.repeat,
-        "sample_seed": case.sample_seed,
-        "family": case.family,
-        "holdout": case.holdout,
-    }
-
-
-def make_row(
-    case: EvalCase,
-    run_id: str,
-    transcript: Transcript,
-    judge: JudgeResult,
-    reward: RewardResult,
-    *,
-    status: str,
-    error: str | None,
-    wall_s: float,
-    auditor_label: str | None,
-    prices: PriceTable,
-) -> AuditRow:
-    """The row of one finished audit."""
-    costs = []
-    if auditor_label:
-        costs.append(prices.cost(auditor_label, transcript.auditor_usage))
-    if case.target.model is not None:
-        costs.append(prices.cost(case.target.model.label(), transcript.target_usage))
-    priced = [c for c in costs if c is not None]
-    top = transcript.report.hypotheses[0].description if transcript.report and transcript.report.hypotheses else None
-    if status == "completed" and judge.error:  # no verdict is not a clean verdict: a failure
-        status, error = "failed", f"judge: {judge.error}"
-    return AuditRow(
-        **_case_fields(case, run_id),
-        status=status,
-        error=error,
-        identified=judge.identified,
-        grounded=judge.grounded,
-        matched_rank=judge.matched_rank,
-        false_positive=judge.false_positive,
-        evidence_score=judge.evidence_score,
-        reward=reward.reward,
-        top_hypothesis=top,
-        turns=transcript.auditor_turns,
-        valid_call_turns=transcript.valid_call_turns()[0],
-        auditor_tokens=transcript.auditor_usage.total,
-        target_tokens=transcript.target_usage.total,
-        timed_out_requests=transcript.total_usage.timed_out_requests,
-        wall_s=round(wall_s, 3),
-        cost_usd=sum(priced) if priced else None,
-    )
-
-
 class _SharedModels:
     """One auditor and one judge for the eval, one target per distinct organism."""
 
@@ -272,11 +217,13 @@ async def run_eval(
     on_row: RowCallback | None = None,
     on_start: Callable[[int, int], None] | None = None,
     auditor_model: ChatModel | None = None,
+    ray: RayOptions | None = None,
 ) -> EvalResults:
     """Run (or resume) `suite` with `auditor` into `out`; returns what results.json holds.
 
     `auditor_model`, when given, is the auditor (a trainer's in-memory policy; left
-    open), and `auditor` is only its label.
+    open), and `auditor` is only its label. With `ray`, the audits run as Ray tasks
+    (`evals.ray_runner`); this process keeps audits.jsonl, the progress and the results.
 
     One audit's unexpected error becomes that audit's failed row (the traceback goes
     to the log); the others go on. Throughput and CPU seconds are measured over the
@@ -291,7 +238,7 @@ async def run_eval(
         return await _run_cases(
             suite, cases, eval_id, auditor=auditor, judge=judge_spec, out=out, store=store, secrets=secrets,
             concurrency=concurrency, repeats=repeats, prices=prices or load_prices(), on_row=on_row, on_start=on_start,
-            auditor_model=auditor_model, pins=pins,
+            auditor_model=auditor_model, pins=pins, ray=ray,
         )
 
 
@@ -312,6 +259,7 @@ async def _run_cases(
     on_start: Callable[[int, int], None] | None,
     auditor_model: ChatModel | None = None,
     pins: dict[str, Any],
+    ray: RayOptions | None = None,
 ) -> EvalResults:
     finished = {k: r for k, r in read_finished(out).items() if r.status == "completed"}
     row_log = _RowLog(out / "audits.jsonl", secrets.redact)
@@ -320,35 +268,24 @@ async def _run_cases(
     pending = [c for c in cases if c.case_id not in finished]
     if on_start:
         on_start(len(finished), len(cases))
-    models = _SharedModels(auditor, judge, secrets, auditor_model)
-    auditor_label = _label(auditor)
-    limit = asyncio.Semaphore(concurrency)
 
-    async def one(case: EvalCase, saver: Any) -> None:
-        run_id = f"{eval_id}-{case.case_id}"
-        async with limit:
-            began = time.perf_counter()
-            try:
-                played = await _audit_case(case, run_id, suite, auditor, judge, store, secrets, models, out, saver)
-                row = make_row(
-                    case, run_id, *played[:3], status=played[3], error=played[4],
-                    wall_s=played[5] if played[5] is not None else time.perf_counter() - began,
-                    auditor_label=auditor_label, prices=prices,
-                )
-            except Exception as exc:  # noqa: BLE001 - one audit's bug must not end the eval
-                log.exception("eval %s: case %s failed", eval_id, case.case_id)
-                row = _failed_row(case, run_id, f"{type(exc).__name__}: {exc}", time.perf_counter() - began)
+    def record(row: AuditRow) -> None:
         row_log.append(row)
-        rows[case.case_id] = row
+        rows[row.case_id] = row
         if on_row:
             on_row(row, len(rows), len(cases))
 
-    try:
-        # Beside the audits' own out_dir (DIR/runs), where `audit run --resume RUN` looks too.
-        async with open_store_checkpointer(store, out / "runs") as saver:
-            await asyncio.gather(*(one(case, saver) for case in pending))
-    finally:
-        await models.close()
+    settings = CaseSettings(eval_id=eval_id, suite=suite, auditor=auditor, judge=judge, out=out,
+                            concurrency=concurrency)
+    worker_cpu_s = 0.0  # CPU the audits used in other processes (Ray workers)
+    if ray is not None:
+        if auditor_model is not None:
+            raise SpecError("an in-memory auditor cannot run on Ray: its workers build models from specs")
+        from evals.ray_runner import play_on_ray
+
+        worker_cpu_s = await play_on_ray(pending, settings, store, prices, ray, record)
+    else:
+        await play_cases(pending, settings, store, secrets, prices, record, auditor_model)
     wall_s = time.perf_counter() - start
     ordered = [rows[c.case_id] for c in cases]
     results = EvalResults(
@@ -364,7 +301,7 @@ async def _run_cases(
         command=" ".join(shlex.quote(a) for a in ["audit", *sys.argv[1:]]) if sys.argv else "",
         rows=ordered,
         aggregates=aggregate(
-            ordered, wall_s=wall_s, cpu_s=time.process_time() - cpu_start, audits_run=len(pending)
+            ordered, wall_s=wall_s, cpu_s=time.process_time() - cpu_start + worker_cpu_s, audits_run=len(pending)
         ),
     )
     text = secrets.redact(results.model_dump_json(indent=2))
@@ -375,23 +312,83 @@ async def _run_cases(
     return results
 
 
-def _failed_row(case: EvalCase, run_id: str, error: str, wall_s: float) -> AuditRow:
-    return AuditRow(**_case_fields(case, run_id), status="failed", error=error, wall_s=round(wall_s, 3))
+@dataclass(frozen=True)
+class CaseSettings:
+    """What every audit of one eval shares, as plain data (a Ray worker gets a pickled copy)."""
+
+    eval_id: str
+    suite: Suite
+    auditor: str
+    judge: str
+    out: Path
+    concurrency: int
+
+
+async def play_cases(
+    cases: list[EvalCase],
+    settings: CaseSettings,
+    store: Store,
+    secrets: SecretRegistry,
+    prices: PriceTable,
+    on_done: Callable[[AuditRow], None],
+    auditor_model: ChatModel | None = None,
+) -> None:
+    """Run, continue or read back each case, `settings.concurrency` at a time, handing each row to
+    `on_done` as its audit ends. Models are built once and shared; one checkpointer serves all."""
+    # Models built for this eval share one limit per provider endpoint, unless the caller (a Ray
+    # worker) has installed slots that span processes.
+    with contextlib.nullcontext() if slots_installed() else provider_slots(ProcessSlots()):
+        await _play(cases, settings, store, secrets, prices, on_done, auditor_model)
+
+
+async def _play(
+    cases: list[EvalCase],
+    settings: CaseSettings,
+    store: Store,
+    secrets: SecretRegistry,
+    prices: PriceTable,
+    on_done: Callable[[AuditRow], None],
+    auditor_model: ChatModel | None,
+) -> None:
+    models = _SharedModels(settings.auditor, settings.judge, secrets, auditor_model)
+    auditor_label = _label(settings.auditor)
+    limit = asyncio.Semaphore(settings.concurrency)
+
+    async def one(case: EvalCase, saver: Any) -> None:
+        run_id = f"{settings.eval_id}-{case.case_id}"
+        async with limit:
+            began = time.perf_counter()
+            try:
+                played = await _audit_case(case, run_id, settings, store, secrets, models, saver)
+                row = make_row(
+                    case, run_id, *played[:3], status=played[3], error=played[4],
+                    wall_s=played[5] if played[5] is not None else time.perf_counter() - began,
+                    auditor_label=auditor_label, prices=prices,
+                )
+            except Exception as exc:  # noqa: BLE001 - one audit's bug must not end the eval
+                log.exception("eval %s: case %s failed", settings.eval_id, case.case_id)
+                row = failed_row(case, run_id, f"{type(exc).__name__}: {exc}", time.perf_counter() - began)
+        on_done(row)
+
+    try:
+        # Beside the audits' own out_dir (DIR/runs), where `audit run --resume RUN` looks too.
+        async with open_store_checkpointer(store, settings.out / "runs") as saver:
+            await asyncio.gather(*(one(case, saver) for case in cases))
+    finally:
+        await models.close()
 
 
 async def _audit_case(
     case: EvalCase,
     run_id: str,
-    suite: Suite,
-    auditor: str,
-    judge: str,
+    settings: CaseSettings,
     store: Store,
     secrets: SecretRegistry,
     models: _SharedModels,
-    out: Path,
     checkpointer: Any,
 ) -> tuple[Transcript, JudgeResult, RewardResult, str, str | None, float | None]:
     """Run, continue or read back one case: (transcript, verdict, reward, status, error, wall_s)."""
+    suite, out = settings.suite, settings.out
     stored = _stored_run(store, run_id)
     if stored is not None and stored["status"] == "completed":
         transcript = Transcript.from_events(run_id, store.read_events(run_id))
@@ -412,8 +409,8 @@ async def _audit_case(
     else:
         job = AuditJob(
             target=case.target,
-            auditor=auditor,
-            judge=judge,
+            auditor=settings.auditor,
+            judge=settings.judge,
             budget=suite.budget,
             reward=suite.reward,
             sample_seed=case.sample_seed,

@@ -11,13 +11,15 @@ there is exactly one retry policy, with one set of knobs (the ModelSpec fields).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import random
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Awaitable, Callable, Generic, Mapping, TypeVar
+from typing import Any, Awaitable, Callable, Generic, Iterator, Mapping, TypeVar
 
 from scaffold.messages import Usage
 from scaffold.model import ModelError
@@ -138,6 +140,44 @@ class CallOutcome(Generic[T]):
     timed_out: int = 0
 
 
+# How a provider bounds its requests in flight: by default a semaphore of its own
+# (`max_concurrency` per process). An eval spread over processes (`evals.ray_runner`)
+# installs a factory whose slots are shared by every worker, so the limit holds across them.
+SlotFactory = Callable[[ModelSpec], Any]  # returns an async context manager, entered per attempt
+_SLOT_FACTORY: ContextVar[SlotFactory | None] = ContextVar("auditrl_provider_slots", default=None)
+
+
+@contextlib.contextmanager
+def provider_slots(factory: SlotFactory) -> Iterator[None]:
+    """Providers built inside this block (in this context) take their request slots from `factory`."""
+    token = _SLOT_FACTORY.set(factory)
+    try:
+        yield
+    finally:
+        _SLOT_FACTORY.reset(token)
+
+
+def provider_key(spec: ModelSpec) -> str:
+    """What one concurrency limit covers: one provider, model and endpoint."""
+    return f"{spec.label()}@{spec.base_url or ''}"
+
+
+def slots_installed() -> bool:
+    """Whether a `provider_slots` factory is in force here."""
+    return _SLOT_FACTORY.get() is not None
+
+
+class ProcessSlots:
+    """One semaphore per provider key for every model built in its block: several targets on one
+    endpoint (system-prompt organisms of one served model) share its `max_concurrency`."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, asyncio.Semaphore] = {}
+
+    def __call__(self, spec: ModelSpec) -> asyncio.Semaphore:
+        return self.by_key.setdefault(provider_key(spec), asyncio.Semaphore(spec.max_concurrency))
+
+
 class ProviderRuntime:
     """The concurrency limit, retry loop and usage totals of one provider instance.
 
@@ -155,7 +195,8 @@ class ProviderRuntime:
     ) -> None:
         self.spec = spec
         self.label = spec.label()
-        self.semaphore = asyncio.Semaphore(spec.max_concurrency)
+        factory = _SLOT_FACTORY.get()
+        self.semaphore = factory(spec) if factory is not None else asyncio.Semaphore(spec.max_concurrency)
         self.usage = ProviderUsage()
         self.redact: Redactor = redact or (lambda text: text)
         self.sleep = sleep
