@@ -83,6 +83,10 @@ def run_suite(
     directory = out or Path("evals-out") / f"{loaded.name}-{_slug(auditor)}"
     log_path = cli.setup_logging(directory)
     db = cli.open_store(store, log_path=log_path)
+    if on_ray is not None:
+        from evals.ray_runner import worker_store_url
+
+        cli.guarded(lambda: worker_store_url(db, on_ray))  # a store the workers cannot share: refused before any audit
     bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[last]}"), console=cli.console, transient=False,

@@ -131,7 +131,7 @@ def worker_store_url(store: Store, options: RayOptions) -> str:
     if options.address is not None:
         raise SpecError(
             f"--ray {options.address}: workers on a cluster share the store through its URL, and {store.url} is a "
-            "file on this machine; use --store postgresql://... (SQLite serves only a local cluster: --ray alone)"
+            "file on this machine; use --store postgresql://... (SQLite serves only a local cluster: --ray local)"
         )
     return f"sqlite:///{path.resolve()}"
 

@@ -137,3 +137,15 @@ def test_a_killed_worker_s_audits_are_run_again_without_duplicates(server: WireS
     assert sorted(r["case_id"] for r in lines) == sorted(_rows(tmp_path / "local"))  # each case once
     assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
     assert all(seqs == list(range(len(seqs))) for seqs in _events(db).values())  # none lost, none twice
+
+
+def test_bad_ray_arguments_are_one_line_errors_before_anything_is_made(tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "audit.cli", "eval", "--suite", "smoke", "--out", str(tmp_path / "e")]
+    lite = ["--store", f"sqlite:///{tmp_path / 'a.db'}"]
+    for extra, says in ((["--ray-workers", "2"], "--ray-workers needs --ray local"),
+                        (["--ray", "ray://127.0.0.1:1"], "use --store postgresql://"),
+                        (["--ray", "auto", "--ray-workers", "2"], "--ray-workers sizes a local cluster")):
+        done = subprocess.run([*base, *lite, *extra], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert list(tmp_path.iterdir()) == [], "a refused eval left files behind"
