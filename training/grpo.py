@@ -34,6 +34,7 @@ from rewards.judges import build_judge
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from training.config import TrainConfig, dump_config
+from training.distributed import Ranks, current_ranks
 from training.evaluation import eval_metrics
 from training.metrics import (
     BusyClock,
@@ -70,8 +71,11 @@ def audit_reward(prompts: list[Any], completions: list[Any], audit_reward: list[
 class GrpoSession:
     """What the rollout_func, the trainer and the callback share during one run."""
 
-    def __init__(self, config: TrainConfig, out: Path, secrets: SecretRegistry, resume_step: int | None) -> None:
-        self.config, self.out, self.secrets = config, out, secrets
+    def __init__(
+        self, config: TrainConfig, out: Path, secrets: SecretRegistry, resume_step: int | None, ranks: Ranks = Ranks()
+    ) -> None:
+        # `out` is this rank's own directory (training.distributed): rollouts, store, metrics.
+        self.config, self.out, self.secrets, self.ranks = config, out, secrets, ranks
         self.loop = asyncio.new_event_loop()
         self.clocks = {"policy": BusyClock(), "target": BusyClock(), "judge": BusyClock()}
         self.judge = TimedModel(build_judge(config.reward.judge, secrets), self.clocks["judge"], "evaluate")
@@ -103,6 +107,7 @@ class GrpoSession:
             self.out,
             self.secrets,
             wrap_target=lambda m: TimedModel(m, self.clocks["target"]),
+            ranks=self.ranks,
         )
 
     @property
@@ -110,18 +115,36 @@ class GrpoSession:
         return self.config.sampler.backend == "vllm"
 
     def sync_policy(self, step: int) -> None:
-        """Make the sampler sample from the current weights (vLLM: reload the adapter)."""
+        """Make the sampler sample from the current weights (vLLM: reload the adapter).
+
+        With several training processes and one vLLM server, rank 0 loads the adapter and
+        the others adopt its name (`sync_for_rollouts` orders them)."""
         if self.synced_step == step:
             return
         if self.external_sampler:
             adapter = self.out / "sampler-adapter"
             self.trainer.model.save_pretrained(str(adapter))
             started = time.perf_counter()
-            self.loop.run_until_complete(self.sampler.swap_adapter(str(adapter)))
+            if self.ranks.main:
+                self.loop.run_until_complete(self.sampler.swap_adapter(str(adapter)))
+            else:
+                self.sampler.adopt_adapter(str(adapter))  # all-reduced weights: rank 0's, so its name
             self.pending["time/adapter_sync_s"] = time.perf_counter() - started
         else:
             self.sampler.policy_version = f"step-{step}"  # the same module: nothing to copy
         self.synced_step = step
+
+    def sync_for_rollouts(self, step: int) -> None:
+        """`sync_policy` before a step's rollouts, every rank. With an external sampler shared by
+        several ranks, rank 0 loads the new adapter before any rank samples from it."""
+        if self.ranks.world > 1 and self.external_sampler:
+            if self.ranks.main:
+                self.sync_policy(step)
+            self.ranks.barrier()
+            if not self.ranks.main:
+                self.sync_policy(step)
+        else:
+            self.sync_policy(step)
 
     def rollout_func(self, prompts: list[str], trainer: Any) -> dict[str, list[Any]]:
         """TRL's hook: one judged audit per prompt (TRL repeats each prompt G times)."""
@@ -130,7 +153,7 @@ class GrpoSession:
         self.step_started = time.perf_counter()
         for clock in self.clocks.values():
             clock.take()
-        self.sync_policy(step)
+        self.sync_for_rollouts(step)
         with sampling_mode(trainer.model, merge=merges_for(self.config, self.sampler)):  # the trainer's own weights
             started = time.perf_counter()
             rollouts = self.loop.run_until_complete(self.runner.run([RolloutTask.from_key(p) for p in prompts], step))
@@ -237,14 +260,22 @@ def run_grpo(
     secrets = secrets or SecretRegistry()
     # transformers 5.x warns on every step about names TRL still uses (gradient_checkpointing).
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
-    out.mkdir(parents=True, exist_ok=True)
+    ranks = current_ranks()
+    if not ranks.main:
+        progress = _quiet  # one progress line per step, rank 0's
     checkpoint = latest_checkpoint(out) if resume else None
     resume_step = checkpoint_step(checkpoint) if checkpoint else (0 if resume else None)
     if not resume:
         refuse_earlier_run(out, f"continue it with --resume {out}, or pick a new --out")
     tasks = training_tasks(config)
-    pin_task_quirks(out, tasks, resume)  # before the config: a refused resume leaves the run as it was
-    dump_config(config, out / "config.yaml")
+    ranks.barrier()  # every rank has looked at OUT before rank 0 writes to it
+    if ranks.main:
+        out.mkdir(parents=True, exist_ok=True)
+        pin_task_quirks(out, tasks, resume)  # before the config: a refused resume leaves the run as it was
+        dump_config(config, out / "config.yaml")
+    ranks.barrier()
+    own = ranks.own_dir(out)
+    own.mkdir(parents=True, exist_ok=True)
     if config.threads:
         torch.set_num_threads(config.threads)
     model, tokenizer = load_base(config)
@@ -254,13 +285,14 @@ def run_grpo(
     if config.eval.every or config.eval.at_end:
         load_suite(config.eval.suite)  # a bad suite name fails now, not after hours of training
     dataset = Dataset.from_list([{"prompt": t.key()} for t in tasks])
-    session = GrpoSession(config, out, secrets, resume_step)
+    session = GrpoSession(config, own, secrets, resume_step, ranks)
     trainer_class = make_trainer_class()
 
     class StepCallback(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
             every = config.eval.every
-            if every and state.global_step % every == 0 and state.global_step < config.steps:
+            # Rank 0 evaluates; the others wait for it at the next step's gradient all-reduce.
+            if ranks.main and every and state.global_step % every == 0 and state.global_step < config.steps:
                 started = time.perf_counter()
                 session.sync_policy(state.global_step)  # the update changed the weights: a new version
                 try:
@@ -278,7 +310,7 @@ def run_grpo(
     trainer = trainer_class(
         model=model,
         reward_funcs=audit_reward,
-        args=grpo_args(config, out),
+        args=grpo_args(config, out, ranks.world),
         train_dataset=dataset,
         processing_class=tokenizer,
         rollout_func=session.rollout_func,
@@ -297,6 +329,9 @@ def run_grpo(
         else:
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         final = out / "final"
+        ranks.barrier()
+        if not ranks.main:
+            return final  # rank 0 saves the (identical, all-reduced) weights and evaluates them
         trainer.model.save_pretrained(str(final))
         dump_config(config, final / "training-config.yaml")
         if config.eval.at_end:
@@ -307,6 +342,10 @@ def run_grpo(
     finally:
         session.close()
     return final
+
+
+def _quiet(step: int, total: int, line: str) -> None:
+    """A progress sink that prints nothing (ranks other than 0)."""
 
 
 def _load_adapter(model: Any, checkpoint: Path) -> None:

@@ -40,6 +40,7 @@ from targets.grammar.generate import use_generated_set
 from targets.quirks import get_quirk, library_digest, quirk_set_digest
 from targets.spec import OrganismSpec, TargetSpec
 from training.config import TrainConfig
+from training.distributed import Ranks
 from training.rows import TrainingRow, merge_turns, token_records
 
 log = logging.getLogger(__name__)
@@ -182,8 +183,10 @@ class RolloutRunner:
         out: Path,
         secrets: SecretRegistry,
         wrap_target: Callable[[ChatModel], ChatModel] = lambda m: m,
+        ranks: Ranks = Ranks(),
     ) -> None:
         self.config, self.sampler, self.judge, self.secrets = config, sampler, judge, secrets
+        self.ranks = ranks  # with several training processes, rollouts keep their global index
         self.out = out / "rollouts"
         self.out.mkdir(parents=True, exist_ok=True)
         self.store = Store(f"sqlite:///{out / 'rollouts.db'}", redact=secrets.redact)
@@ -202,8 +205,11 @@ class RolloutRunner:
 
     async def run(self, tasks: list[RolloutTask], step: int) -> list[Rollout]:
         """One rollout per entry of `tasks` (a task repeated G times gives its group), concurrently."""
+        micro = self.config.micro_batch_size
         async with open_store_checkpointer(self.store, self.out) as saver:
-            return list(await asyncio.gather(*(self._one(t, step, i, saver) for i, t in enumerate(tasks))))
+            return list(await asyncio.gather(
+                *(self._one(t, step, self.ranks.global_index(i, micro), saver) for i, t in enumerate(tasks))
+            ))
 
     async def _one(self, task: RolloutTask, step: int, index: int, saver: Any) -> Rollout:
         spec = self._target_spec(task.quirk, step)

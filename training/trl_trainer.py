@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import torch
 
 from scaffold.providers.hf_local import autocast
+from scaffold.specs import SpecError
 from training.config import TrainConfig
 from training.metrics import logprob_parity
 
@@ -149,11 +150,18 @@ def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
     return mask * batch["tool_mask"] if batch.get("tool_mask") is not None else mask
 
 
-def grpo_args(config: TrainConfig, out: Path) -> Any:
-    """TRL's GRPOConfig for our config: one generation batch (G x prompts) per optimizer step."""
+def grpo_args(config: TrainConfig, out: Path, world: int = 1) -> Any:
+    """TRL's GRPOConfig for our config: one generation batch (G x prompts) per optimizer step,
+    split over `world` processes (each runs rollouts_per_step / world of them)."""
     from trl import GRPOConfig
 
-    accumulation = config.rollouts_per_step // config.micro_batch_size
+    per_round = config.micro_batch_size * world
+    if config.rollouts_per_step % per_round:
+        raise SpecError(
+            f"rollouts_per_step {config.rollouts_per_step} (group_size x prompts_per_step) must be a multiple of "
+            f"micro_batch_size x processes = {config.micro_batch_size} x {world}"
+        )
+    accumulation = config.rollouts_per_step // per_round
     return GRPOConfig(
         output_dir=str(out),
         per_device_train_batch_size=config.micro_batch_size,

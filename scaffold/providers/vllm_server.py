@@ -166,6 +166,15 @@ class VllmPolicy:
         self.served_model, self.policy_version = name, version
         return version
 
+    def adopt_adapter(self, adapter_dir: str) -> str:
+        """Sample from the adapter another process has loaded into the server: the same weights
+        as `adapter_dir`, so the same name (`swap_adapter`'s); no call to the server."""
+        from scaffold.providers.lora import adapter_fingerprint
+
+        version = adapter_fingerprint(adapter_dir)
+        self.served_model, self.policy_version = f"{self.spec.model}@{version}", version
+        return version
+
     async def _lora_call(self, path: str, body: dict[str, Any], what: str) -> None:
         try:
             await self.client.post(path, body=body, cast_to=str)
