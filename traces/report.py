@@ -50,12 +50,15 @@ def effect_plot(data: dict[str, Any]) -> str:
     fig, ax = plt.subplots(figsize=(8, 0.35 * max(len(rows), 3) + 1))
     for y, b in enumerate(rows):
         e = b["controlled_effect"] or b["raw_effect"]
-        colour = "#2a7" if e["low"] > 0 else "#c33" if e["high"] < 0 else "#888"
+        # Coloured by label, not by this interval alone: a controlled effect whose raw effect
+        # disagrees (collinearity with another behaviour) is neither rewarded nor penalised.
+        labels = {lab["label"] for lab in b["labels"]}
+        colour = "#2a7" if "rewarded" in labels else "#c33" if "penalised" in labels else "#888"
         ax.errorbar(e["value"], y, xerr=[[e["value"] - e["low"]], [e["high"] - e["value"]]], fmt="o", color=colour, capsize=3)
     ax.axvline(0, color="#333", linewidth=0.8)
     ax.set_yticks(range(len(rows)), [_short(b["behaviour"]) for b in rows], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("effect on advantage, others held fixed (95% bootstrap interval)")
+    ax.set_xlabel("effect on advantage, others held fixed (95% bootstrap interval); green rewarded, red penalised")
     ax.set_title("Effect sizes")
     return _png(fig)
 
