@@ -44,7 +44,8 @@ def _rollouts(*paths: Path) -> list[tuple]:
 
 
 def test_two_processes_run_the_one_process_rollouts_and_end_with_its_adapter(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    # gloo on the loopback interface: a container's hostname need not resolve to a reachable address.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
     train = ["-m", "audit.cli", "train", "--config", CONFIG]
     one = subprocess.run([sys.executable, *train, "--out", str(tmp_path / "one")], capture_output=True, text=True,
                          timeout=600, env=env, cwd=tmp_path)

@@ -100,9 +100,17 @@ def test_ray_rows_equal_a_local_eval_and_the_provider_limit_holds_across_workers
 
 
 def _batch_workers() -> list[int]:
-    """Pids of Ray workers running a batch of audits (Ray titles them `ray::run_batch`)."""
-    ps = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return [int(line.split()[0]) for line in ps.splitlines() if "ray::run_batch" in line]
+    """Pids of Ray workers running a batch of audits (Ray titles them `ray::run_batch`), from /proc."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                title = (proc / "cmdline").read_bytes()
+            except OSError:  # gone meanwhile
+                continue
+            if b"ray::run_batch" in title:
+                found.append(int(proc.name))
+    return found
 
 
 def _events(db: Path) -> dict[str, list[int]]:
