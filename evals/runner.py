@@ -336,46 +336,35 @@ async def play_cases(
     """Run, continue or read back each case, `settings.concurrency` at a time, handing each row to
     `on_done` as its audit ends. Models are built once and shared; one checkpointer serves all."""
     # Models built for this eval share one limit per provider endpoint, unless the caller (a Ray
-    # worker) has installed slots that span processes.
+    # worker) has installed slots that span processes. Built inside the block: a provider reads
+    # its slots when it is made (TargetCache makes targets as the audits start).
     with contextlib.nullcontext() if slots_installed() else provider_slots(ProcessSlots()):
-        await _play(cases, settings, store, secrets, prices, on_done, auditor_model)
+        models = _SharedModels(settings.auditor, settings.judge, secrets, auditor_model)
+        auditor_label = _label(settings.auditor)
+        limit = asyncio.Semaphore(settings.concurrency)
 
+        async def one(case: EvalCase, saver: Any) -> None:
+            run_id = f"{settings.eval_id}-{case.case_id}"
+            async with limit:
+                began = time.perf_counter()
+                try:
+                    played = await _audit_case(case, run_id, settings, store, secrets, models, saver)
+                    row = make_row(
+                        case, run_id, *played[:3], status=played[3], error=played[4],
+                        wall_s=played[5] if played[5] is not None else time.perf_counter() - began,
+                        auditor_label=auditor_label, prices=prices,
+                    )
+                except Exception as exc:  # noqa: BLE001 - one audit's bug must not end the eval
+                    log.exception("eval %s: case %s failed", settings.eval_id, case.case_id)
+                    row = failed_row(case, run_id, f"{type(exc).__name__}: {exc}", time.perf_counter() - began)
+            on_done(row)
 
-async def _play(
-    cases: list[EvalCase],
-    settings: CaseSettings,
-    store: Store,
-    secrets: SecretRegistry,
-    prices: PriceTable,
-    on_done: Callable[[AuditRow], None],
-    auditor_model: ChatModel | None,
-) -> None:
-    models = _SharedModels(settings.auditor, settings.judge, secrets, auditor_model)
-    auditor_label = _label(settings.auditor)
-    limit = asyncio.Semaphore(settings.concurrency)
-
-    async def one(case: EvalCase, saver: Any) -> None:
-        run_id = f"{settings.eval_id}-{case.case_id}"
-        async with limit:
-            began = time.perf_counter()
-            try:
-                played = await _audit_case(case, run_id, settings, store, secrets, models, saver)
-                row = make_row(
-                    case, run_id, *played[:3], status=played[3], error=played[4],
-                    wall_s=played[5] if played[5] is not None else time.perf_counter() - began,
-                    auditor_label=auditor_label, prices=prices,
-                )
-            except Exception as exc:  # noqa: BLE001 - one audit's bug must not end the eval
-                log.exception("eval %s: case %s failed", settings.eval_id, case.case_id)
-                row = failed_row(case, run_id, f"{type(exc).__name__}: {exc}", time.perf_counter() - began)
-        on_done(row)
-
-    try:
-        # Beside the audits' own out_dir (DIR/runs), where `audit run --resume RUN` looks too.
-        async with open_store_checkpointer(store, settings.out / "runs") as saver:
-            await asyncio.gather(*(one(case, saver) for case in cases))
-    finally:
-        await models.close()
+        try:
+            # Beside the audits' own out_dir (DIR/runs), where `audit run --resume RUN` looks too.
+            async with open_store_checkpointer(store, settings.out / "runs") as saver:
+                await asyncio.gather(*(one(case, saver) for case in cases))
+        finally:
+            await models.close()
 
 
 async def _audit_case(
