@@ -18,6 +18,7 @@ writes events), minus the thread hops. A write blocks the loop for tens of micro
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 from pathlib import Path
@@ -107,6 +108,13 @@ def postgres_conninfo(store: Store) -> str | None:
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+async def _try_setup_lock(conn: Any) -> bool:
+    """Take the setup lock if it is free (a session-level advisory lock); never waits."""
+    cursor = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (_SETUP_LOCK_KEY,))
+    row = await cursor.fetchone()
+    return bool(row and row["ok"])
+
+
 @contextlib.asynccontextmanager
 async def open_postgres_checkpointer(conninfo: str) -> AsyncIterator[Any]:
     """LangGraph's AsyncPostgresSaver on a connection pool to `conninfo`, its tables set up, closed on exit."""
@@ -123,7 +131,11 @@ async def open_postgres_checkpointer(conninfo: str) -> AsyncIterator[Any]:
     # written, LangGraph's `durability="sync"`), no server-side prepared statements, dict rows.
     settings = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
     async with await AsyncConnection.connect(conninfo, **settings) as setup_conn:
-        await setup_conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK_KEY,))
+        # Tried, not waited for: a migration is CREATE INDEX CONCURRENTLY, which waits for every
+        # open transaction, and a process blocked in pg_advisory_lock is one (a deadlock seen
+        # with four processes on a new database). Each try is a transaction that ends at once.
+        while not await _try_setup_lock(setup_conn):
+            await asyncio.sleep(0.05)
         try:
             await AsyncPostgresSaver(setup_conn).setup()  # type: ignore[arg-type]
         finally:

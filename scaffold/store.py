@@ -27,6 +27,7 @@ from sqlalchemy import (
     event,
     insert,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Engine, make_url
@@ -139,6 +140,10 @@ class _SqliteAppender:
                 raise
 
 
+# Any fixed 64-bit key: the advisory lock under which a PostgreSQL store is set up (`Store._set_up`).
+_SETUP_LOCK_KEY = 0x61756469747374
+
+
 def with_postgres_driver(url: str) -> str:
     """`postgresql://...` or `postgres://...` as `postgresql+psycopg://...`; any other URL unchanged."""
     for scheme in ("postgresql://", "postgres://"):
@@ -178,8 +183,7 @@ class Store:
                 raise StoreError(f"no store at {path} (give --store the URL the run was stored in)")
             event.listen(self.engine, "connect", sqlite_pragmas)
         try:
-            metadata.create_all(self.engine)
-            self._check_schema()
+            self._set_up()
         except DatabaseError as exc:
             raise StoreError(f"cannot open store {self.url}: {exc.orig}") from None
         path = self.sqlite_path()
@@ -187,8 +191,15 @@ class Store:
         plain = path is not None and not self.engine.url.query
         self._appender = _SqliteAppender(path) if plain else None  # type: ignore[arg-type]
 
-    def _check_schema(self) -> None:
+    def _set_up(self) -> None:
+        """Create the missing tables and record the schema version, in one transaction."""
         with self.engine.begin() as conn:
+            if self.engine.dialect.name == "postgresql":
+                # Processes opening a new database together would race at CREATE TABLE (a
+                # duplicate-key error on PostgreSQL's type catalogue) and at the version row:
+                # they take turns, until this transaction ends.
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SETUP_LOCK_KEY})
+            metadata.create_all(conn)
             row = conn.execute(select(schema_info.c.value).where(schema_info.c.key == "schema_version")).first()
             if row is None:
                 conn.execute(insert(schema_info).values(key="schema_version", value=str(SCHEMA_VERSION)))

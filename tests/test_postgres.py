@@ -46,9 +46,15 @@ def _query(url: str, sql: str, *args: object) -> list[tuple]:
 
 
 def _events(url: str) -> dict[str, list[int]]:
-    """Each run's event sequence numbers, in order."""
+    """Each run's event sequence numbers, in order (none before any process has made the tables)."""
+    import psycopg
+
     out: dict[str, list[int]] = {}
-    for run_id, seq in _query(url, "SELECT run_id, seq FROM events ORDER BY run_id, seq"):
+    try:
+        rows = _query(url, "SELECT run_id, seq FROM events ORDER BY run_id, seq")
+    except psycopg.errors.UndefinedTable:
+        return out
+    for run_id, seq in rows:
         out.setdefault(run_id, []).append(seq)
     return out
 
