@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
+from rewards.grade_batcher import GradeBatcher
 from rewards.quirk_grader import OfflineQuirkGrader
 from rewards.types import JudgeResult
 from scaffold.secrets import SecretRegistry
@@ -34,13 +35,20 @@ class Judge(Protocol):
 
 
 class OfflineJudge:
-    """Wraps a synchronous grader (lexical or embedding)."""
+    """Wraps a synchronous grader (lexical or embedding). A grader with `grade_many` (the
+    MiniLM one) grades concurrent audits together in a worker thread (`GradeBatcher`); the
+    lexical grader takes microseconds and grades inline."""
 
     def __init__(self, grader: Any, name: str) -> None:
         self.grader, self.name = grader, name
+        many = getattr(grader, "grade_many", None)
+        self.batcher = GradeBatcher(many) if many is not None else None
 
     async def evaluate(self, transcript: Transcript, quirk: Quirk | None) -> JudgeResult:
-        result = self.grader.grade(transcript, quirk)
+        if self.batcher is not None:
+            result = await self.batcher.grade(transcript, quirk)
+        else:
+            result = self.grader.grade(transcript, quirk)
         return result.model_copy(update={"judge": self.name})
 
 
