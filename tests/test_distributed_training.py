@@ -8,8 +8,8 @@ final adapters are the same.
 What it cannot show: gradient averaging. cpu-smoke's tiny random policy earns reward 0
 in every rollout, so every advantage is 0; and TRL's reference for a run is its starting
 adapter, so the KL term is 0 too. No gradient flows in either run (the adapters equal
-their start), and the all-reduce is DDP's own, tested by PyTorch. A policy that earns
-reward needs a model too slow for CI (see issue 20's note).
+their start). `benchmarks/ddp_averaging.py` runs the same comparison with SmolLM2 from a
+warm start that earns reward, too slow for CI (see issue 20's note).
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ def _rollouts(*paths: Path) -> list[tuple]:
 def test_two_processes_run_the_one_process_rollouts_and_end_with_its_adapter(tmp_path: Path) -> None:
     # gloo on the loopback interface: a container's hostname need not resolve to a reachable address.
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-    train = ["-m", "audit.cli", "train", "--config", CONFIG]
+    # Micro-batches of 1: each rank plays two per step, so a rank's rollouts must be mapped to the
+    # global batch as TRL deals it (a contiguous slice per rank), not one micro-batch per rank in turn.
+    train = ["-m", "audit.cli", "train", "--config", CONFIG, "--set", "micro_batch_size=1"]
     one = subprocess.run([sys.executable, *train, "--out", str(tmp_path / "one")], capture_output=True, text=True,
                          timeout=600, env=env, cwd=tmp_path)
     assert one.returncode == 0, one.stderr
@@ -86,13 +88,13 @@ def test_a_global_batch_that_does_not_split_over_the_processes_is_refused() -> N
         grpo_args(config, Path("/tmp/unused"), world=4)
 
 
-def test_ranks_deal_micro_batches_in_turn() -> None:
+def test_each_rank_holds_a_contiguous_slice_of_the_global_batch() -> None:
     from training.distributed import Ranks
 
-    # One process: indices unchanged. Two: rank 0 has global micro-batches 0, 2; rank 1 has 1, 3.
-    assert [Ranks(0, 1).global_index(i, 2) for i in range(4)] == [0, 1, 2, 3]
-    assert [Ranks(0, 2).global_index(i, 2) for i in range(4)] == [0, 1, 4, 5]
-    assert [Ranks(1, 2).global_index(i, 2) for i in range(4)] == [2, 3, 6, 7]
+    # One process: indices unchanged. Two, with 4 rollouts each: rank 0 has 0-3, rank 1 has 4-7.
+    assert [Ranks(0, 1).global_index(i, 4) for i in range(4)] == [0, 1, 2, 3]
+    assert [Ranks(0, 2).global_index(i, 4) for i in range(4)] == [0, 1, 2, 3]
+    assert [Ranks(1, 2).global_index(i, 4) for i in range(4)] == [4, 5, 6, 7]
     assert Ranks(1, 2).own_dir(Path("OUT")) == Path("OUT/rank-1") and Ranks(0, 2).own_dir(Path("OUT")) == Path("OUT")
 
 

@@ -41,13 +41,16 @@ class Ranks:
         """Where this rank writes its rollouts, store and metrics: OUT itself on rank 0, else OUT/rank-N."""
         return out if self.main else out / f"rank-{self.rank}"
 
-    def global_index(self, local: int, micro_batch: int) -> int:
-        """The index in the step's global batch of this rank's `local`-th rollout.
+    def global_index(self, local: int, local_batch: int) -> int:
+        """The index in the step's global batch of this rank's `local`-th rollout, of `local_batch`.
 
-        The dataloader deals micro-batches to the ranks in turn (rank r gets micro-batches
-        r, r + world, ...), so local micro-batch k is global micro-batch k * world + rank."""
-        chunk, within = divmod(local, micro_batch)
-        return (chunk * self.world + self.rank) * micro_batch + within
+        TRL's dataloader hands each process one whole generation batch (its micro-batch size
+        x steps per generation) in turn, so rank r holds global rollouts r * local_batch up
+        to (r + 1) * local_batch, a contiguous slice: with G = 8 and two prompts on two
+        ranks, rank 0 plays the first prompt's group and rank 1 the second's.
+        (`benchmarks/ddp_averaging.py` found this: an earlier rule that dealt micro-batches
+        to the ranks in turn agreed with it only when each rank had one micro-batch a step.)"""
+        return self.rank * local_batch + local
 
     def barrier(self) -> None:
         """Wait until every rank gets here (nothing to wait for in one process)."""

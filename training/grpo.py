@@ -154,6 +154,8 @@ class GrpoSession:
         for clock in self.clocks.values():
             clock.take()
         self.sync_for_rollouts(step)
+        batcher = getattr(self.judge, "batcher", None)  # the offline judge grades a group's audits together
+        batches_before = len(batcher.batch_sizes) if batcher is not None else 0
         with sampling_mode(trainer.model, merge=merges_for(self.config, self.sampler)):  # the trainer's own weights
             started = time.perf_counter()
             rollouts = self.loop.run_until_complete(self.runner.run([RolloutTask.from_key(p) for p in prompts], step))
@@ -175,6 +177,9 @@ class GrpoSession:
                 "tokens_per_s": summary["tokens/sampled"] / busy["policy"] if busy["policy"] else 0.0,
             }
         )
+        graded_together = batcher.batch_sizes[batches_before:] if batcher is not None else []
+        if graded_together:
+            summary["judge/batch_mean"] = sum(graded_together) / len(graded_together)
         self.pending.update(summary)
         with (self.out / "rollouts.jsonl").open("a") as handle:
             handle.writelines(line + "\n" for line in rollout_lines(rollouts, step + 1))

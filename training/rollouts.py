@@ -205,10 +205,9 @@ class RolloutRunner:
 
     async def run(self, tasks: list[RolloutTask], step: int) -> list[Rollout]:
         """One rollout per entry of `tasks` (a task repeated G times gives its group), concurrently."""
-        micro = self.config.micro_batch_size
         async with open_store_checkpointer(self.store, self.out) as saver:
             return list(await asyncio.gather(
-                *(self._one(t, step, self.ranks.global_index(i, micro), saver) for i, t in enumerate(tasks))
+                *(self._one(t, step, self.ranks.global_index(i, len(tasks)), saver) for i, t in enumerate(tasks))
             ))
 
     async def _one(self, task: RolloutTask, step: int, index: int, saver: Any) -> Rollout:
