@@ -77,6 +77,7 @@ from targets.quirks import Quirk, all_quirks
 
 _CLAUSE_SPLIT = re.compile(r"[:;()]|\s+-\s+")
 _LOCK = threading.Lock()
+_MODEL_LOCK = threading.RLock()  # MiniLM and the pair reader share a tokenizer: one grading call at a time
 _STACKS: dict[tuple[Any, ...], "_ReferenceStack"] = {}
 
 
@@ -292,8 +293,15 @@ class EmbeddingQuirkGrader:
         request goes through MiniLM in one batch, and every pair the reader reads in one more.
         A MiniLM pass costs about as much for one sentence as for a dozen (its weights are
         streamed either way), so grading a rollout group together is what keeps the reward
-        cheap. A request's decisions do not depend on its batch-mates; its similarities can
-        move by float noise (about 1e-7) with the padding of the batch."""
+        cheap. A request's similarities and pair probabilities can move by float noise (about
+        1e-7) with the padding of its batch, so only a value within that of a threshold could
+        decide differently (on the 139 calibration cases, none did). One call at a time per
+        process: the encoder and the pair reader share one tokenizer, which is not safe to
+        use from two threads at once."""
+        with _MODEL_LOCK:
+            return self._describe_many(requests)
+
+    def _describe_many(self, requests: Sequence[tuple[Sequence[str], Quirk]]) -> list[list[DescriptionMatch]]:
         plans = [_plan([normalise(d) for d in descriptions]) for descriptions, _ in requests]
         texts = [text for plan in plans for text in plan.encoded]
         vectors = self._encode(texts) if texts else None

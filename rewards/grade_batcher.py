@@ -75,10 +75,11 @@ class GradeBatcher:
                     else:
                         future.set_result(outcome)
         finally:
-            # Cancelled (the loop is shutting down): nobody is left to grade what still waits.
+            # Cancelled (the loop is shutting down): nobody is left to grade what still waits. An error,
+            # not a cancellation, so that a caller that was not itself cancelled sees why.
             for _, _, future in batch + queue.pending:
                 if not future.done():
-                    future.cancel()
+                    future.set_exception(RuntimeError("grading stopped: the event loop is shutting down"))
             queue.pending.clear()
             queue.drain = None
 
@@ -87,7 +88,7 @@ class GradeBatcher:
         try:
             results = self.grade_many(items)
         except Exception as exc:  # noqa: BLE001 - retried one by one, each error reaching its own caller
-            return [exc] if len(items) == 1 else [self._grade_one(item) for item in items]
+            return [_settable(exc)] if len(items) == 1 else [self._grade_one(item) for item in items]
         if len(results) != len(items):
             error = RuntimeError(f"grade_many returned {len(results)} verdicts for {len(items)} transcripts")
             return [error] * len(items)
@@ -97,4 +98,11 @@ class GradeBatcher:
         try:
             return self.grade_many([item])[0]
         except Exception as exc:  # noqa: BLE001 - handed to the one caller it belongs to
-            return exc
+            return _settable(exc)
+
+
+def _settable(exc: Exception) -> Exception:
+    """`exc`, or a RuntimeError in its place where a future cannot hold it (StopIteration)."""
+    if isinstance(exc, StopIteration):
+        return RuntimeError(f"grading failed: {type(exc).__name__} {exc}")
+    return exc

@@ -77,6 +77,17 @@ def test_a_failing_transcript_fails_only_its_own_caller() -> None:
     assert sorted(map(tuple, grader.calls[1:])) == [("bad",), ("ok1",), ("ok2",)]
 
 
+def test_an_exception_a_future_cannot_hold_reaches_its_caller_as_an_error() -> None:
+    def stops(items):  # type: ignore[no-untyped-def]
+        raise StopIteration("ran out")
+
+    async def one() -> JudgeResult:
+        return await GradeBatcher(stops).grade(Transcript("x"), None)
+
+    with pytest.raises(RuntimeError, match="StopIteration"):
+        asyncio.run(one())
+
+
 def test_a_cancelled_caller_leaves_the_others_graded() -> None:
     grader = RecordingGrader()
     batcher = GradeBatcher(grader.grade_many, window_s=0.05)

@@ -6,8 +6,8 @@ start, the workers open the store by its `postgresql://` URL, and the rows equal
 plain local eval on SQLite, case for case. A SQLite store is refused before anything
 is made, since a file on the driver's disk is not shared with a cluster's machines.
 
-The head runs in its own temp dir and is stopped by its own pids: `ray stop` would stop
-every Ray on the machine, including a `--ray local` test in the other pytest worker.
+The head runs in its own temp dir and process group and is stopped through them: `ray stop`
+would stop every Ray on the machine, including a `--ray local` test in the other pytest worker.
 """
 
 from __future__ import annotations
@@ -56,28 +56,51 @@ def _pids_under(marker: str) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def ray_head() -> Iterator[str]:
-    """A Ray head on the loopback, 2 CPUs, in a short temp dir (Ray's socket paths must stay short)."""
+def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Ray head on the loopback, 2 CPUs, in a short temp dir (Ray's socket paths must stay short).
+
+    `ray start --block` in a session of its own: every process it starts (GCS, raylet, the
+    client proxy, the agents, the workers, whatever titles they give themselves) is in
+    that session's process group, which teardown signals as a whole."""
     ray_bin = Path(sys.executable).parent / "ray"
     if not ray_bin.exists():
         pytest.skip("no `ray` command next to this Python")
     temp = tempfile.mkdtemp(prefix="rh", dir="/tmp")
+    log = tmp_path_factory.mktemp("ray-head") / "ray-start.log"
     port = _free_port()
-    start = [str(ray_bin), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
-             "--include-dashboard=false", "--disable-usage-stats", "--temp-dir", temp]
-    done = subprocess.run(start, env=ENV, capture_output=True, text=True, timeout=120)
+    start = [str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),
+             "--ray-client-server-port", str(_free_port()), "--num-cpus", "2", "--include-dashboard=false",
+             "--disable-usage-stats", "--temp-dir", temp]
+    with log.open("w") as handle:
+        head = subprocess.Popen(start, env=ENV, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        assert done.returncode == 0, done.stdout + done.stderr
+        deadline = time.time() + 120
+        while "Ray runtime started" not in log.read_text():
+            assert head.poll() is None, f"ray start exited with {head.returncode}: {log.read_text()[-3000:]}"
+            assert time.time() < deadline, f"ray start did not come up in 120 s: {log.read_text()[-3000:]}"
+            time.sleep(0.2)
         yield f"127.0.0.1:{port}"
     finally:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pid in _pids_under(temp):
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-            time.sleep(1)
+        _stop(head, temp)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def _stop(head: subprocess.Popen[bytes], temp: str) -> None:
+    """SIGTERM the head's process group, then SIGKILL whatever is left of it, or still names its temp dir."""
+    for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 2.0)):
+        try:
+            os.killpg(head.pid, sig)
+        except ProcessLookupError:
+            pass
+        for pid in _pids_under(temp):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        try:
+            head.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 @pytest.fixture(scope="module")

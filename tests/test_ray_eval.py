@@ -99,17 +99,39 @@ def test_ray_rows_equal_a_local_eval_and_the_provider_limit_holds_across_workers
     assert results["aggregates"]["cpu_s"] > 0  # the workers' CPU is counted, not only the driver's
 
 
-def _batch_workers() -> list[int]:
-    """Pids of Ray workers running a batch of audits (Ray titles them `ray::run_batch`), from /proc."""
-    found = []
+def _descendants(root: int) -> set[int]:
+    """Pids of every process under `root`, from the parent pids in /proc/*/stat."""
+    children: dict[int, list[int]] = {}
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                title = (proc / "cmdline").read_bytes()
+                stat = (proc / "stat").read_text()
             except OSError:  # gone meanwhile
                 continue
-            if b"ray::run_batch" in title:
-                found.append(int(proc.name))
+            parent = int(stat.rsplit(")", 1)[1].split()[1])  # the name may hold spaces and parentheses
+            children.setdefault(parent, []).append(int(proc.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _batch_workers(root: int) -> list[int]:
+    """Pids of Ray workers under `root` running a batch of audits (Ray titles them `ray::run_batch`).
+
+    Only this eval's own: another test's cluster (tests/test_ray_cluster.py, in the other
+    pytest worker) runs the same task under the same title."""
+    found = []
+    for pid in sorted(_descendants(root)):
+        try:
+            title = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        if b"ray::run_batch" in title:
+            found.append(pid)
     return found
 
 
@@ -134,7 +156,7 @@ def test_a_killed_worker_s_audits_are_run_again_without_duplicates(server: WireS
     killed = None
     deadline = time.time() + 120
     while time.time() < deadline and killed is None:
-        workers = _batch_workers()
+        workers = _batch_workers(proc.pid)
         if workers and sum(len(s) for s in _events(db).values()) >= 30:  # audits are under way
             os.kill(workers[0], signal.SIGKILL)
             killed = workers[0]
