@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import pytest
 
@@ -15,6 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from scaffold.messages import Message, ToolCall  # noqa: E402
+from tests.pg_server import postgres_unavailable, run_postgres  # noqa: E402
 
 Step = list[tuple[str, dict]]
 
@@ -81,3 +82,14 @@ def package_quirks_only():  # type: ignore[no-untyped-def]
     use_quirk_dirs([])
     yield
     use_quirk_dirs([])
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A server's URL as a user writes it (`postgresql://`, no driver named), one throwaway
+    server per test module (`tests/pg_server.py`); skips where PostgreSQL is not installed."""
+    reason = postgres_unavailable()
+    if reason:
+        pytest.skip(reason)
+    for url in run_postgres():
+        yield url.replace("postgresql+psycopg://", "postgresql://")

@@ -17,25 +17,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
-
-import pytest
 
 from tests.conftest import ROOT
-from tests.pg_server import postgres_unavailable, run_postgres
 from tests.test_resume import FLATTERY, _cli, _comparable
 
 EVAL = ["eval", "--suite", "smoke", "--auditor", "heuristic", "--judge", "lexical", "--max-turns", "8"]
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """A server's URL as a user writes it (`postgresql://`, no driver named)."""
-    reason = postgres_unavailable()
-    if reason:
-        pytest.skip(reason)
-    for url in run_postgres():
-        yield url.replace("postgresql+psycopg://", "postgresql://")
 
 
 def _query(url: str, sql: str, *args: object) -> list[tuple]:

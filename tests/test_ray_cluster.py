@@ -27,7 +27,6 @@ from typing import Iterator
 import pytest
 
 from tests.conftest import ROOT
-from tests.pg_server import postgres_unavailable, run_postgres
 
 pytest.importorskip("ray", reason="the Ray runner needs the ray extra")
 
@@ -101,15 +100,6 @@ def _stop(head: subprocess.Popen[bytes], temp: str) -> None:
             head.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             pass
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    reason = postgres_unavailable()
-    if reason:
-        pytest.skip(reason)
-    for url in run_postgres():
-        yield url.replace("postgresql+psycopg://", "postgresql://")
 
 
 def _rows(out: Path) -> dict[str, tuple[object, ...]]:
