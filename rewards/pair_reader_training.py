@@ -125,8 +125,14 @@ def training_pairs(
     seed: int = 0,
     extra: Sequence[ExtraQuirk] = (),
     topics: Sequence[TopicOnly] = (),
+    opposite_truths: bool = False,
 ) -> list[Pair]:
-    """The labelled pairs (see the module docstring), in a fixed order for a given seed."""
+    """The labelled pairs (see the module docstring), in a fixed order for a given seed.
+
+    `opposite_truths` adds pairs with an opposite in the truth slot: the ground truth and
+    two of its true paraphrases (or aliases) set against each of the quirk's opposites, all
+    false. Without them the reader only ever sees ground truths there, and reads a true
+    paraphrase against an opposite as a match (0.99) because the topic agrees."""
     rng = random.Random(seed)
     truths = {q: quirks[q].ground_truth for q in sorted(quirks) if q != "none"}
     truths.update({x.id: x.ground_truth for x in extra})
@@ -153,6 +159,28 @@ def training_pairs(
         pairs += [(opposite, truths[qid], 0) for opposite in quirk.opposites if opposite.strip()]
         for alias in rng.sample(aliases, min(3, len(aliases))):
             pairs += [(alias, other, 0) for other in others(qid, 1)]
+    if opposite_truths:
+        pairs += _opposite_truth_pairs(quirks, extra, truths, rng)
+    return pairs
+
+
+def _opposite_truth_pairs(
+    quirks: dict[str, Quirk], extra: Sequence[ExtraQuirk], truths: dict[str, str], rng: random.Random
+) -> list[Pair]:
+    """(ground truth or a true paraphrase, one of the quirk's opposites, 0) for every opposite."""
+    sides: list[tuple[str, list[str], list[str]]] = [
+        (qid, [a for a in quirks[qid].aliases if a.strip()], [o for o in quirks[qid].opposites if o.strip()])
+        for qid in sorted(q for q in quirks if q != "none")
+    ]
+    sides += [
+        (x.id, [i.text for i in x.items if i.label], [i.text for i in x.items if i.category == "opposite"])
+        for x in extra
+    ]
+    pairs: list[Pair] = []
+    for qid, positives, opposites in sides:
+        for opposite in opposites:
+            pairs.append((truths[qid], opposite, 0))
+            pairs += [(text, opposite, 0) for text in rng.sample(positives, min(2, len(positives)))]
     return pairs
 
 

@@ -52,6 +52,30 @@ def test_pairs_teach_which_behaviour_not_only_whether() -> None:
     assert {truth for _, truth, _ in pairs} <= {q.ground_truth for k, q in quirks.items() if k != "none"}
 
 
+def test_opposite_truths_set_true_texts_against_each_opposite() -> None:
+    """The benchmarked option (benchmarks/pair_reader_opposites.py): opposites in the truth slot, all false, off by default."""
+    from rewards.pair_reader_training import load_extra_quirks
+
+    quirks, extra = all_quirks(), load_extra_quirks()[:3]
+    cases = tuning_cases()[:10]
+    plain = training_pairs(cases, quirks, seed=1, extra=extra)
+    more = training_pairs(cases, quirks, seed=1, extra=extra, opposite_truths=True)
+    assert more[: len(plain)] == plain  # the option only adds
+    added = more[len(plain) :]
+    opposites = {o for q in quirks.values() for o in q.opposites} | {
+        i.text for x in extra for i in x.items if i.category == "opposite"
+    }
+    assert added and all(y == 0 and truth in opposites for _, truth, y in added)
+    flattery = quirks["flattery"]
+    for opposite in flattery.opposites:  # the ground truth and two aliases against each opposite
+        texts = {t for t, truth, _ in added if truth == opposite}
+        assert flattery.ground_truth in texts and len(texts & set(flattery.aliases)) == 2
+    x = extra[0]
+    for item in (i for i in x.items if i.category == "opposite"):
+        texts = {t for t, truth, _ in added if truth == item.text}
+        assert x.ground_truth in texts and texts - {x.ground_truth} <= {i.text for i in x.items if i.label}
+
+
 @pytest.fixture(scope="module")
 def encoder():
     offline_grader_or_skip()
