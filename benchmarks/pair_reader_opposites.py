@@ -57,7 +57,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from rewards.minilm import load_encoder
-from rewards.pair_reader import merged_reader
+from rewards.pair_reader import PairReader, merged_reader
 from rewards.pair_reader_training import (
     DATA_DIR,
     ExtraQuirk,
@@ -73,7 +73,7 @@ HELD_OUT = ("grader_train_extra_polarity_c.yaml", "grader_train_extra_polarity_d
 ARMS = {"plain": False, "opposite-truths": True}
 
 
-def read_held_out(reader, held: list[ExtraQuirk]) -> dict[str, dict[str, list[int]]]:
+def read_held_out(reader: PairReader, held: list[ExtraQuirk]) -> dict[str, dict[str, list[int]]]:
     """Per rule and category: [accepted, read] over both folds."""
     rows: list[tuple[str, str, str, list[str]]] = []  # (category, hypothesis, truth, grader opposites)
     for quirk in held:
