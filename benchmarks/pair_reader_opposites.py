@@ -12,7 +12,8 @@ tuning data instead, by holding out whole files of invented quirks
 - read every held-out hypothesis against its quirk's ground truth, in two folds: each fold
   gives the quirk two of its four opposites as the grader's own opposites (as a quirk
   file's `opposites`) and reads the other items;
-- print the accepted share per category for two rules: `reader` (probability >= 0.5) and
+- print the accepted share per category for two rules: `reader` (probability at least the
+  grader's `pair_threshold`, 0.5) and
   `contrast` (also more probable against the ground truth than against any of the quirk's
   opposites).
 
@@ -56,6 +57,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from rewards.embedding_grader import DEFAULT_RULE
 from rewards.minilm import load_encoder
 from rewards.pair_reader import PairReader, merged_reader
 from rewards.pair_reader_training import (
@@ -85,9 +87,10 @@ def read_held_out(reader: PairReader, held: list[ExtraQuirk]) -> dict[str, dict[
     probabilities = iter(reader.scores(pairs))
     truth_p = [next(probabilities) for _ in rows]
     counts: dict[str, dict[str, list[int]]] = {"reader": defaultdict(lambda: [0, 0]), "contrast": defaultdict(lambda: [0, 0])}
+    threshold = DEFAULT_RULE.pair_threshold
     for (category, _, _, own), p in zip(rows, truth_p):
         against = max(next(probabilities) for _ in own)
-        for rule, accepted in (("reader", p >= 0.5), ("contrast", p >= 0.5 and p > against)):
+        for rule, accepted in (("reader", p >= threshold), ("contrast", p >= threshold and p > against)):
             counts[rule][category][0] += int(accepted)
             counts[rule][category][1] += 1
     return {rule: dict(by_category) for rule, by_category in counts.items()}

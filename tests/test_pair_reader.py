@@ -11,6 +11,7 @@ from rewards.pair_reader_training import (
     _replace,
     _with_delta,
     committed_matches_data,
+    load_extra_quirks,
     load_topic_negatives,
     save_weights,
     train_pair_reader,
@@ -54,8 +55,6 @@ def test_pairs_teach_which_behaviour_not_only_whether() -> None:
 
 def test_opposite_truths_set_true_texts_against_each_opposite() -> None:
     """The benchmarked option (benchmarks/pair_reader_opposites.py): opposites in the truth slot, all false, off by default."""
-    from rewards.pair_reader_training import load_extra_quirks
-
     quirks, extra = all_quirks(), load_extra_quirks()[:3]
     cases = tuning_cases()[:10]
     plain = training_pairs(cases, quirks, seed=1, extra=extra)
