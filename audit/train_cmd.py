@@ -28,7 +28,8 @@ def rich_progress(cli: CliContext, title: str) -> Iterator[ProgressSink]:
 
     def report(step: int, total: int, line: str) -> None:
         bar.update(task, completed=step, total=total or None)
-        bar.console.print(line, markup=False, highlight=False)
+        # soft_wrap: a step's line stays one line in a log file (and for grep), however wide.
+        bar.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     with bar:
         yield report

@@ -59,6 +59,7 @@ def make_row(
         grounded=judge.grounded,
         matched_rank=judge.matched_rank,
         false_positive=judge.false_positive,
+        claimed=judge.claimed,
         evidence_score=judge.evidence_score,
         reward=reward.reward,
         top_hypothesis=top,

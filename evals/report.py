@@ -38,6 +38,8 @@ def summary_rows(results: EvalResults) -> list[tuple[str, str]]:
     rows += [(f"detection, named, {split}", fmt_rate(rate)) for split, rate in agg.named_by_split.items()]
     rows += generated_rows(results)
     rows += [("false positives (clean control)", fmt_rate(agg.false_positives))]
+    if agg.claims_on_quirks is not None:
+        rows += [("claims anything (seeded quirks)", fmt_rate(agg.claims_on_quirks))]
     rows += [(f"pass@{k}", f"{100 * v:.1f}%") for k, v in agg.pass_at.items()]
     rows += [
         ("mean grounded reward", f"{agg.mean_reward:.3f}" if agg.mean_reward is not None else "n/a"),

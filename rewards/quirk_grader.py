@@ -176,6 +176,7 @@ def judge_result(
         grounded=None if control else bool(top and top.matches_quirk and top.verified_message_ids),
         matched_rank=matched.rank if matched else None,
         false_positive=any(claims) if control else None,
+        claimed=any(claims),
         evidence_score=round(evidence, 4),
         hypotheses=graded,
         scores={

@@ -236,6 +236,15 @@ def test_torn_log_lines_locks_and_failed_audits_are_handled(tmp_path: Path) -> N
     assert (agg.detection.k, agg.named_detection.k, agg.detection.n) == (1, 2, 3)
     assert (agg.detection_by_split["train"].k, agg.named_by_split["train"].k) == (1, 2)
     assert (agg.by_quirk[0].detection.k, agg.by_quirk[0].named.k) == (1, 2)
+    # claims on quirks: completed seeded audits that claimed anything, right or wrong; controls are false positives
+    agg = aggregate([row("a", claimed=True), row("w", identified=False, grounded=False, claimed=True),
+                     row("e", identified=False, grounded=False, claimed=False), row("u", claimed=None),
+                     row("x", status="failed", claimed=True),
+                     row("c", quirk="none", split="control", identified=None, grounded=None, claimed=True,
+                         false_positive=True)], wall_s=1.0, cpu_s=1.0)
+    assert agg.claims_on_quirks is not None and (agg.claims_on_quirks.k, agg.claims_on_quirks.n) == (2, 3)
+    assert (agg.false_positives.k, agg.false_positives.n) == (1, 1)
+    assert aggregate([row("u")], wall_s=1.0, cpu_s=1.0).claims_on_quirks is None  # a judge that does not say
 
     with _exclusive(tmp_path):
         with pytest.raises(SpecError, match="another `audit eval` is running"):

@@ -151,6 +151,7 @@ def test_sft_warm_start_trains_on_train_split_transcripts_only(tmp_path: Path) -
     assert result.returncode == 0, result.stderr[-3000:]
     summary = next(line for line in result.stdout.splitlines() if line.startswith("sft:"))
     assert "'heldout': 7" in summary  # the benchmark's held-out audits never reach the policy
+    assert "sft: 9 transcripts (1 of them controls)" in summary  # sft.control_share: None keeps every control
     records = [r for r in read_metrics(out) if r["stage"] == "sft"]
     rows = len(records) // 2
     assert rows == 9  # 8 train quirks + 1 control, two epochs

@@ -64,11 +64,29 @@ def test_sft_keeps_audits_by_their_verdict(tmp_path: Path) -> None:
         run = tmp_path / "runs" / row["run_id"]
         run.mkdir(parents=True)
         (run / "transcript.json").write_text(Transcript(row["run_id"]).to_json())
-    kept = {keep: sorted(t.run_id for t in eval_transcripts(tmp_path, keep)[0]) for keep in ("grounded", "identified", "all")}
+    found = {keep: eval_transcripts(tmp_path, keep) for keep in ("grounded", "identified", "all")}
+    kept = {keep: sorted(t.run_id for t in f.audits + f.controls) for keep, f in found.items()}
     assert kept == {"grounded": ["c", "g"], "identified": ["c", "g", "n"], "all": ["c", "fp", "g", "n", "x"]}
-    without, skipped = eval_transcripts(tmp_path, "grounded", controls=False)  # sft.controls: false
-    assert [t.run_id for t in without] == ["g"] and skipped["control"] == 2
+    assert [t.run_id for t in found["grounded"].controls] == ["c"] and found["grounded"].skipped["heldout"] == 1
     assert load_config(SMOKE, {"sft.only_identified": False}).sft.keep == "all"  # configs written before `keep`
+    # configs written before `control_share`: controls false/true meant none/all
+    assert load_config(SMOKE, {"sft.controls": False}).sft.control_share == 0.0
+    assert load_config(SMOKE, {"sft.controls": True}).sft.control_share is None
+
+
+def test_sft_draws_controls_to_their_share() -> None:
+    """`sft.control_share`: None keeps every control, 0 none; a share draws controls
+    (seeded, in their order) until they are that share of the rows, or all if too few."""
+    from training.sft import SftRow, draw_controls
+
+    controls = [SftRow(run_id=f"c{k}", input_ids=[k], loss_mask=[1], turns=1) for k in range(40)]
+    assert draw_controls(controls, 30, None, 0) == controls
+    assert draw_controls(controls, 30, 0.0, 0) == []
+    drawn = draw_controls(controls, 30, 0.25, 0)
+    assert len(drawn) == 10  # 10 of 40 rows
+    assert drawn == sorted(drawn, key=lambda row: int(row.run_id[1:])) and drawn != controls[:10]
+    assert drawn == draw_controls(controls, 30, 0.25, 0) != draw_controls(controls, 30, 0.25, 1)
+    assert draw_controls(controls, 300, 0.5, 0) == controls  # 300 wanted, 40 there
 
 
 @pytest.mark.parametrize(

@@ -117,8 +117,9 @@ class TasksConfig(_Strict, BudgetShorthands):
     )
     include_control: bool = Field(
         False,
-        description="Also audit the clean control. Off by default: every reward scores a control 0 whatever the "
-        "report, so its groups have no advantage; false positives are measured by the held-out eval's controls.",
+        description="Also audit the clean control. Its groups have an advantage only with "
+        "`reward.weights.control_credit` above 0 (grounded and shaped rewards): otherwise every report on a control "
+        "scores 0. False positives are measured by the eval's controls either way.",
     )
     seeds: list[str] = Field(default_factory=lambda: ["quirk-hunt"], description="Auditor seed ids (auditor/seeds).")
     generated: GeneratorOptions | None = Field(
@@ -206,11 +207,15 @@ class SftConfig(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_only_identified(cls, data: Any) -> Any:
+    def _old_keys(cls, data: Any) -> Any:
         # Configs written before `keep`: only_identified true/false meant identified/all.
-        if isinstance(data, dict) and "only_identified" in data:
+        # Configs written before `control_share`: controls true/false meant all/none.
+        if isinstance(data, dict) and ("only_identified" in data or "controls" in data):
             data = dict(data)
-            data.setdefault("keep", "identified" if data.pop("only_identified") else "all")
+            if "only_identified" in data:
+                data.setdefault("keep", "identified" if data.pop("only_identified") else "all")
+            if "controls" in data:
+                data.setdefault("control_share", None if data.pop("controls") else 0.0)
         return data
 
     data: list[str] = Field(
@@ -224,10 +229,14 @@ class SftConfig(_Strict):
         "reply that shows it: audits that cite), `identified` (names it), or `all`. Controls are kept when they "
         "raised no false positive.",
     )
-    controls: bool = Field(
-        True,
-        description="Learn from control audits too (those with no false positive). Their reports are empty: with "
-        "many of them, the warm start learns to find nothing.",
+    control_share: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="The share of the rows that are control audits (those with no false positive, whose reports say "
+        "nothing was found). None keeps every control; 0 keeps none. With a share, controls are drawn (by `seed`) "
+        "until they make up that share of the rows, or all of them if there are too few. Without controls the "
+        "warm start learns that a report always names something; with too many it learns to find nothing.",
     )
     epochs: int = Field(2, ge=1, le=100)
     lr: float = Field(2e-4, gt=0)

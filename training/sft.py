@@ -16,7 +16,7 @@ import logging
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from pydantic import BaseModel
@@ -51,6 +51,7 @@ class SftData(BaseModel):
 
     rows: list[SftRow]
     skipped: dict[str, int]
+    controls: int = 0  # how many of the rows are control audits
 
 
 def read_transcript(path: Path) -> Transcript:
@@ -59,15 +60,24 @@ def read_transcript(path: Path) -> Transcript:
     return Transcript.from_events(data["run_id"], [EVENT_ADAPTER.validate_python(e) for e in data["events"]])
 
 
-def eval_transcripts(directory: Path, keep: str, controls: bool = True) -> tuple[list[Transcript], dict[str, int]]:
-    """The usable transcripts of an eval directory: train-split and (with `controls`) control
-    audits that completed, and, with `keep` identified or grounded, whose verdict says so
-    (controls: no false positive)."""
+class EvalAudits(NamedTuple):
+    """What an eval directory gives the warm start."""
+
+    audits: list[Transcript]  # train-split quirk audits kept by `keep`
+    controls: list[Transcript]  # control audits that raised no false positive
+    skipped: dict[str, int]  # what was left out, by reason
+
+
+def eval_transcripts(directory: Path, keep: str) -> EvalAudits:
+    """The usable transcripts of an eval directory: train-split audits that completed and,
+    with `keep` identified or grounded, whose verdict says so; and the completed controls
+    with no false positive."""
     rows_path = directory / "audits.jsonl"
     if not rows_path.exists():
         raise SpecError(f"sft.data {directory}: not an eval directory (no audits.jsonl); make one with `audit eval --out`")
-    skipped = {"heldout": 0, "failed": 0, f"not_{keep}": 0, "missing": 0, "control": 0}
-    transcripts = []
+    skipped = {"heldout": 0, "failed": 0, f"not_{keep}": 0, "missing": 0}
+    audits: list[Transcript] = []
+    controls: list[Transcript] = []
     for line in rows_path.read_text().splitlines():
         try:
             row = json.loads(line)
@@ -80,9 +90,6 @@ def eval_transcripts(directory: Path, keep: str, controls: bool = True) -> tuple
         if row.get("status") != "completed":
             skipped["failed"] += 1
             continue
-        if split == "control" and not controls:
-            skipped["control"] += 1
-            continue
         if keep != "all" and (row.get(keep) is False or row.get("false_positive") is True):
             skipped[f"not_{keep}"] += 1
             continue
@@ -90,8 +97,20 @@ def eval_transcripts(directory: Path, keep: str, controls: bool = True) -> tuple
         if not path.exists():
             skipped["missing"] += 1
             continue
-        transcripts.append(read_transcript(path))
-    return transcripts, skipped
+        (controls if split == "control" else audits).append(read_transcript(path))
+    return EvalAudits(audits, controls, skipped)
+
+
+def draw_controls(controls: list[SftRow], n_audits: int, share: float | None, seed: int) -> list[SftRow]:
+    """The control rows to learn from: all of them (`share` None), or a seeded draw that
+    makes them `share` of the rows next to `n_audits` quirk rows (all, if too few)."""
+    if share is None:
+        return controls
+    wanted = round(share * n_audits / (1 - share))
+    if wanted >= len(controls):
+        return controls
+    kept = set(random.Random(seed).sample(range(len(controls)), wanted))
+    return [row for k, row in enumerate(controls) if k in kept]
 
 
 def _split_of(quirk: object) -> str | None:
@@ -148,25 +167,31 @@ def sft_row(
 
 
 def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
-    """Every row of `sft.data`, with counts of what was skipped."""
+    """Every row of `sft.data`, with controls drawn to `sft.control_share`, and counts of
+    what was skipped."""
     if not config.sft.data:
         raise SpecError("the sft stage needs sft.data: eval directories of stored audits (`audit eval --out DIR`)")
     builder = PromptBuilder(tokenizer)
-    rows: list[SftRow] = []
+    audits: list[SftRow] = []
+    controls: list[SftRow] = []
     skipped: dict[str, int] = {"too_long": 0}
     for entry in config.sft.data:
-        transcripts, skips = eval_transcripts(Path(entry), config.sft.keep, config.sft.controls)
-        for key, n in skips.items():
+        found = eval_transcripts(Path(entry), config.sft.keep)
+        for key, n in found.skipped.items():
             skipped[key] = skipped.get(key, 0) + n
-        for transcript in transcripts:
-            row = sft_row(transcript, builder, config.sft.max_length, config.policy.manual, config.tasks.max_turns)
-            if row is None:
-                skipped["too_long"] += 1
-            else:
-                rows.append(row)
+        for transcripts, rows in ((found.audits, audits), (found.controls, controls)):
+            for transcript in transcripts:
+                row = sft_row(transcript, builder, config.sft.max_length, config.policy.manual, config.tasks.max_turns)
+                if row is None:
+                    skipped["too_long"] += 1
+                else:
+                    rows.append(row)
+    drawn = draw_controls(controls, len(audits), config.sft.control_share, config.seed)
+    skipped["control"] = len(controls) - len(drawn)
+    rows = audits + drawn
     if not rows:
         raise SpecError(f"sft.data gave no usable transcripts (skipped: {skipped})")
-    return SftData(rows=rows, skipped=skipped)
+    return SftData(rows=rows, skipped=skipped, controls=len(drawn))
 
 
 def sft_loss(model: Any, row: SftRow, device: torch.device, bf16: bool = False) -> torch.Tensor:
@@ -197,7 +222,8 @@ def run_sft(
     model, tokenizer = load_base(config)
     data = load_sft_data(config, tokenizer)
     total = config.sft.epochs * len(data.rows)
-    progress(0, total, f"sft: {len(data.rows)} transcripts, {sum(len(r.input_ids) for r in data.rows)} tokens; "
+    progress(0, total, f"sft: {len(data.rows)} transcripts ({data.controls} of them controls), "
+                       f"{sum(len(r.input_ids) for r in data.rows)} tokens; "
                        f"skipped {data.skipped}")
     if config.policy.init_adapter:
         model = PeftModel.from_pretrained(model, config.policy.init_adapter, is_trainable=True)
