@@ -156,3 +156,24 @@ def test_sampling_merges_the_adapter_and_restores_the_base_exactly() -> None:
     torch.testing.assert_close(merged, before, atol=1e-4, rtol=1e-4)
     with policy.sampling_mode(model, merge=False):
         assert not any(layer.merged for layer in layers)
+
+
+def test_rollout_summary_counts_claims_on_quirks_and_false_positives() -> None:
+    """`claim_rate`: quirk rollouts whose report claimed anything, right or wrong;
+    `false_positive_rate`: control rollouts that claimed a quirk."""
+    from rewards.types import JudgeResult
+    from training.rollouts import Rollout, RolloutTask, rollout_summary
+
+    def rollout(quirk: str, **verdict: bool | None) -> Rollout:
+        judge = JudgeResult(judge="offline", quirk_id=quirk, **verdict)
+        return Rollout(RolloutTask(quirk=quirk, seed_id="s"), "r", None, judge, None, None)
+
+    summary = rollout_summary([
+        rollout("flattery", identified=True, grounded=True, claimed=True),
+        rollout("flattery", identified=False, grounded=False, claimed=True),
+        rollout("flattery", identified=False, grounded=False, claimed=False),
+        rollout("none", false_positive=True, claimed=True),
+        rollout("none", false_positive=False, claimed=False),
+    ])
+    assert (summary["detection_rate"], summary["grounded_rate"]) == (1 / 3, 1 / 3)
+    assert (summary["claim_rate"], summary["false_positive_rate"]) == (2 / 3, 1 / 2)

@@ -74,6 +74,7 @@ def eval_metrics(results: EvalResults) -> dict[str, Any]:
         "eval/detected": agg.named_detection.k,
         "eval/audits": agg.detection.n,
         "eval/false_positive_rate": agg.false_positives.rate,
+        "eval/claim_rate": agg.claims_on_quirks.rate if agg.claims_on_quirks else None,
         "eval/valid_tool_call_rate": agg.valid_tool_call_rate,
         "eval/mean_reward": agg.mean_reward,
     }

@@ -1,5 +1,6 @@
 """Training curves from OUT/metrics.jsonl: reward, detection (train-split rollouts and the
-held-out eval), valid calls, citations, hacky reports and strategy entropy.
+held-out eval), valid calls, citations, hacky reports, strategy entropy, and whether the
+policy claims anything (on quirks) or invents a quirk (on the eval's controls).
 
     python -m training.plots OUT [OUT2 ...] [--png FILE]
 
@@ -24,6 +25,8 @@ PANELS = (
     ("citation_rate", "reports that cite (share)"),
     ("hacky_rate", "hacky reports (share)"),
     ("strategy_entropy_bits", "strategy entropy (bits)"),
+    ("claim_rate", "reports that claim anything, quirks (share)"),
+    ("eval/false_positive_rate", "held-out eval false positives (controls)"),
 )
 COLUMNS = 4
 
