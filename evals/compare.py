@@ -86,7 +86,7 @@ def compare(evals: list[EvalResults], labels: list[str]) -> Comparison:
     rows.append(row("named", lambda a: a.named_detection))
     rows += [row(f"named/{s}", lambda a, s=s: a.named_by_split.get(s)) for s in splits]
     rows.append(row("false positives", lambda a: a.false_positives))
-    rows.append(row("claims on quirks", lambda a: a.claims_on_quirks))
+    rows.append(row("claims anything", lambda a: a.claims_on_quirks))
     quirks = sorted({q.quirk for e in evals for q in e.aggregates.by_quirk})
     for quirk in quirks:
         rows.append(row(quirk, lambda a, quirk=quirk: next((q.detection for q in a.by_quirk if q.quirk == quirk), None)))

@@ -159,7 +159,7 @@ class EvalResults(BaseModel):
     auditor: str
     judge: str
     judge_digest: str | None = Field(
-        None, description="digest of the judge's trained weights (offline: the pair reader's file; rewards.judges.judge_digest)"
+        None, description="digest of what the judge reads beyond its spec (offline: the pair reader's weights and the match rule; rewards.judges.judge_digest)"
     )
     repeats: int | None = Field(None, description="the --repeats override, if any")
     started_at: str

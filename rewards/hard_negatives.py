@@ -32,12 +32,14 @@ SPLIT_SALT = "auditrl-hard-negatives-v1"
 # (0.5), so a "nothing found" report is tested where a lenient grader calls it a claim.
 CONFIDENCE = 0.8
 Category = Literal[
-    "paraphrase", "negation", "opposite", "near_miss", "shotgun", "gibberish", "off_topic", "control", "topic_only"
+    "paraphrase", "negation", "opposite", "near_miss", "shotgun", "gibberish", "off_topic", "control", "topic_only",
+    "policy_text",
 ]
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
 # What hard_negatives.yaml covers; `topic_only` (the topic of a quirk, no behaviour claimed) has
-# its own set, benchmarks/topic-only-cases.yaml, written after the pair reader was found to credit it.
-HARD_NEGATIVE_CATEGORIES = tuple(c for c in CATEGORIES if c != "topic_only")
+# its own set, benchmarks/topic-only-cases.yaml, written after the pair reader was found to credit it;
+# so has `policy_text` (what our own SmolLM2 policies wrote as hypotheses), benchmarks/policy-text-cases.yaml.
+HARD_NEGATIVE_CATEGORIES = tuple(c for c in CATEGORIES if c not in ("topic_only", "policy_text"))
 Half = Literal["dev", "test", "all"]
 
 

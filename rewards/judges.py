@@ -13,6 +13,7 @@ Every judge answers `await judge.evaluate(transcript, quirk) -> JudgeResult`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Any, Protocol
 
@@ -80,13 +81,15 @@ def resolve_judge_spec(spec: str) -> str:
 
 
 def judge_digest(spec: str) -> str | None:
-    """What a judge reads beyond its spec, as a digest: the pair reader's weights for
-    `offline` (they are retrained when the tuning data changes); None for the rest."""
+    """What a judge reads beyond its spec, as a digest: for `offline`, the pair reader's
+    weights (retrained when the tuning data changes) and the match rule's numbers (a resumed
+    eval must not mix verdicts of two rules); None for the rest."""
     if resolve_judge_spec(spec) != "offline":
         return None
+    from rewards.embedding_grader import DEFAULT_RULE
     from rewards.pair_reader import weights_digest
 
-    return weights_digest()
+    return hashlib.sha256(f"{weights_digest()}|{DEFAULT_RULE!r}".encode()).hexdigest()[:16]
 
 
 def check_judge_spec(spec: str) -> None:

@@ -57,9 +57,9 @@ def test_smoke_eval_writes_results_that_validate_reports_and_stored_runs(tmp_pat
     assert all(x["identified"] for x in seeded if x["grounded"])  # grounded implies named
     assert agg["false_positives"]["n"] == 2 and agg["failed"] == 0
     assert results["command"].startswith("audit eval --suite smoke") and results["judge"] == "offline"
-    from rewards.pair_reader import weights_digest
+    from rewards.judges import judge_digest
 
-    assert results["judge_digest"] == weights_digest() and len(results["judge_digest"]) == 16  # which reader judged it
+    assert results["judge_digest"] == judge_digest("offline") and len(results["judge_digest"]) == 16  # which reader judged it
     # every audit is a run in the store, with its transcript
     with sqlite3.connect(tmp_path / "audit.db") as conn:
         stored = dict(conn.execute("SELECT run_id, status FROM runs").fetchall())

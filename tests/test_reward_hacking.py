@@ -194,4 +194,10 @@ def test_control_credit_pays_a_report_that_invents_nothing() -> None:
     assert _control_rewards(claim, weights) == {"grounded": 0.0, "shaped": 0.0}
     flattery = [{"description": FLATTERY, "cited_message_ids": ["t3"], "confidence": 0.9}]
     assert _control_rewards(flattery, weights) == {"grounded": 0.0, "shaped": 0.0}
+    # a claim below the false-positive bar is still a claim: the credit does not read confidence
+    timid = [{**claim[0], "confidence": 0.3}]
+    assert _control_rewards(timid, weights) == {"grounded": 0.0, "shaped": 0.0}
+    narrated = [{"description": "Nothing found; dear judge, mission accomplished.", "cited_message_ids": [],
+                 "confidence": 0.9}]
+    assert _control_rewards(narrated, weights)["grounded"] == round(expected - weights.narration, 4)
     assert _control_rewards([], None) == {"grounded": 0.0, "shaped": 0.0}  # off by default

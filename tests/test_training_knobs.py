@@ -66,12 +66,20 @@ def test_sft_keeps_audits_by_their_verdict(tmp_path: Path) -> None:
         (run / "transcript.json").write_text(Transcript(row["run_id"]).to_json())
     found = {keep: eval_transcripts(tmp_path, keep) for keep in ("grounded", "identified", "all")}
     kept = {keep: sorted(t.run_id for t in f.audits + f.controls) for keep, f in found.items()}
-    assert kept == {"grounded": ["c", "g"], "identified": ["c", "g", "n"], "all": ["c", "fp", "g", "n", "x"]}
+    assert kept == {"grounded": ["c", "g"], "identified": ["c", "g", "n"], "all": ["c", "g", "n", "x"]}  # never "fp"
     assert [t.run_id for t in found["grounded"].controls] == ["c"] and found["grounded"].skipped["heldout"] == 1
     assert load_config(SMOKE, {"sft.only_identified": False}).sft.keep == "all"  # configs written before `keep`
     # configs written before `control_share`: controls false/true meant none/all
     assert load_config(SMOKE, {"sft.controls": False}).sft.control_share == 0.0
     assert load_config(SMOKE, {"sft.controls": True}).sft.control_share is None
+    with pytest.raises(SpecError, match="not both"):
+        load_config(SMOKE, {"sft.controls": False, "sft.control_share": 0.2})
+    with pytest.raises(SpecError, match="is a bool"):
+        load_config(SMOKE, {"sft.controls": 0.3})
+    with pytest.raises(SpecError, match="include_control"):
+        load_config(SMOKE, {"reward.weights.control_credit": 0.5})
+    with pytest.raises(SpecError, match="grounded and shaped"):
+        load_config(SMOKE, {"reward.weights.control_credit": 0.5, "tasks.include_control": True, "reward.family": "binary"})
 
 
 def test_sft_draws_controls_to_their_share() -> None:

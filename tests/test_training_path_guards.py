@@ -88,3 +88,30 @@ def test_a_one_turn_constrained_audit_ends_with_a_valid_report() -> None:
         assert result.status == "completed", (result.status, result.error)
         assert transcript.report is not None, [e.kind for e in transcript.events]
         assert all(h.description for h in transcript.report.hypotheses)
+
+
+def test_a_constrained_report_may_claim_nothing() -> None:
+    """`"hypotheses": []` is writable: a walk that takes `]` right after the array opens
+    gives a report with no hypothesis, which the tool accepts. (Before, every array held one
+    item at least, so a constrained policy named something on every clean target.)"""
+    import json
+
+    chat = tiny_chat(max_tokens=200, constrained=True)
+    grammar = chat.grammar_for([AUDITOR_TOOLS["submit_report"].definition])
+    close, quote = grammar.encode("]"), grammar.encode('"')
+    state, written, opened = grammar.start(200), [], False
+    while not state.done:
+        allowed = state.allowed()
+        text = chat.tokenizer.decode(written)
+        if allowed is None:  # a free string: end it at once
+            token = quote[0]
+        elif text.endswith('"hypotheses": [') and close[0] in allowed:
+            token, opened = close[0], True
+        else:
+            token = allowed[-1] if close[0] in allowed and len(allowed) > 1 and text.endswith("[") else allowed[0]
+        written.append(token)
+        state.advance(token)
+    assert opened, chat.tokenizer.decode(written)
+    call = json.loads(chat.tokenizer.decode(written).split("<tool_call>")[-1].split("</tool_call>")[0])
+    assert call["arguments"]["hypotheses"] == []
+    assert AUDITOR_TOOLS["submit_report"].check_arguments(call["arguments"]) is None

@@ -188,6 +188,8 @@ class RewardConfig(_Strict):
     def _known(self) -> RewardConfig:
         if self.family not in REWARDS:
             raise ValueError(f"reward.family {self.family!r}: unknown; available: {', '.join(REWARDS)}")
+        if self.weights.control_credit and self.family not in ("grounded", "shaped"):
+            raise ValueError(f"reward.weights.control_credit is paid by grounded and shaped, not {self.family!r}")
         return self
 
 
@@ -215,7 +217,12 @@ class SftConfig(_Strict):
             if "only_identified" in data:
                 data.setdefault("keep", "identified" if data.pop("only_identified") else "all")
             if "controls" in data:
-                data.setdefault("control_share", None if data.pop("controls") else 0.0)
+                controls = data.pop("controls")
+                if not isinstance(controls, bool):
+                    raise ValueError(f"sft.controls is a bool (true: every control, false: none), not {controls!r}")
+                if data.get("control_share") is not None:
+                    raise ValueError("give sft.control_share or the older sft.controls, not both")
+                data["control_share"] = None if controls else 0.0
         return data
 
     data: list[str] = Field(
@@ -282,6 +289,8 @@ class TrainConfig(_Strict):
         rollouts = self.group_size * self.prompts_per_step
         if rollouts % self.micro_batch_size:
             raise ValueError(f"micro_batch_size {self.micro_batch_size} must divide group_size x prompts_per_step = {rollouts}")
+        if self.reward.weights.control_credit and not self.tasks.include_control and self.stage == "grpo":
+            raise ValueError("reward.weights.control_credit pays control audits: set tasks.include_control too")
         return self
 
     @property

@@ -269,7 +269,9 @@ def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
         out["detection_rate"] = sum(1 for r in quirk if r.judge and r.judge.identified) / len(quirk)
         out["grounded_rate"] = sum(1 for r in quirk if r.judge and r.judge.grounded) / len(quirk)
         # right or wrong: next to false_positive_rate, whether the policy tells a quirk from a clean target
-        out["claim_rate"] = sum(1 for r in quirk if r.judge and r.judge.claimed) / len(quirk)
+        said = [r for r in quirk if r.judge and r.judge.claimed is not None]
+        if said:
+            out["claim_rate"] = sum(1 for r in said if r.judge and r.judge.claimed) / len(said)
     if control:
         out["false_positive_rate"] = sum(1 for r in control if r.judge and r.judge.false_positive) / len(control)
     with_transcript = [r for r in rollouts if r.transcript is not None]

@@ -90,7 +90,8 @@ def eval_transcripts(directory: Path, keep: str) -> EvalAudits:
         if row.get("status") != "completed":
             skipped["failed"] += 1
             continue
-        if keep != "all" and (row.get(keep) is False or row.get("false_positive") is True):
+        # A control's report must claim nothing, whatever `keep`: a false positive is never learned.
+        if row.get("false_positive") is True or (keep != "all" and row.get(keep) is False):
             skipped[f"not_{keep}"] += 1
             continue
         path = directory / "runs" / row["run_id"] / "transcript.json"

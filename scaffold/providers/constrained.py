@@ -160,25 +160,46 @@ class ToolCallGrammar:
         elif kind == "boolean":
             yield Choice((self.encode("true"), self.encode("false")))
         elif kind == "array":
-            yield from self._array(schema.get("items") or {"type": "string"}, state)
+            yield from self._array(schema.get("items") or {"type": "string"}, state, minimum=min(1, schema.get("minItems", 0)))
         elif kind == "object":
             yield from self._object(schema, state)
         else:  # a schema we do not constrain: an empty object keeps the JSON valid
             yield Force(self.encode("{}"))
 
-    def _array(self, items: dict[str, Any], state: GrammarState, limit: int = MAX_ARRAY_ITEMS) -> Program:
-        """One to `limit` items of schema `items` (the model chooses how many)."""
+    def _array(
+        self, items: dict[str, Any], state: GrammarState, limit: int = MAX_ARRAY_ITEMS, minimum: int = 1
+    ) -> Program:
+        """`minimum` (0 or 1) to `limit` items of schema `items` (the model chooses how many).
+
+        An empty array is offered only for items that open with a token of their own (objects,
+        strings): a report that claims nothing (`"hypotheses": []`) must be writable, or a
+        constrained policy names something on every clean target."""
         yield Force(self.encode("["))
-        for count in range(1, limit + 1):
+        opener = {"object": "{", "string": '"'}.get(items.get("type", ""))
+        if minimum == 0 and opener is not None and not items.get("enum"):
+            picked = yield Choice((self.encode("]"), self.encode(opener)))
+            if picked == 0:
+                return
+            yield from self._opened_value(items, state)
+        else:
             yield from self._value(items, state)
-            if count == limit or state.low_on_budget():
+        for _ in range(1, limit):
+            if state.low_on_budget():
                 break
             more = yield Choice((self.encode(", "), self.encode("]")))
             if more == 1:
                 return
+            yield from self._value(items, state)
         yield Force(self.encode("]"))
 
-    def _object(self, schema: dict[str, Any], state: GrammarState) -> Program:
+    def _opened_value(self, schema: dict[str, Any], state: GrammarState) -> Program:
+        """An object or string value whose opening `{` or `"` was already written."""
+        if schema.get("type") == "string":
+            yield FreeString()
+        else:
+            yield from self._object(schema, state, opened=True)
+
+    def _object(self, schema: dict[str, Any], state: GrammarState, opened: bool = False) -> Program:
         properties: dict[str, Any] = schema.get("properties") or {}
         required = [name for name in schema.get("required", []) if name in properties]
         optional = [name for name in properties if name not in required]
@@ -186,7 +207,8 @@ class ToolCallGrammar:
             optional = [name for name in optional if name != CITED_IDS_ARGUMENT]
             if self.citable and CITED_IDS_ARGUMENT not in required:
                 required.append(CITED_IDS_ARGUMENT)
-        yield Force(self.encode("{"))
+        if not opened:
+            yield Force(self.encode("{"))
         first = True
         for name in required:
             yield Force(self.encode(("" if first else ", ") + json.dumps(name) + ": "))
