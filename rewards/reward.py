@@ -7,7 +7,8 @@
   the share of cited messages that really show the behaviour, times specificity (a
   hypothesis that names several quirks at once is worth 1/n of one), minus penalties
   for hypothesis spam, an unsupported top claim, confrontational or judge-addressed
-  narration, and turn cost. Never below 0.
+  narration, and turn cost. Never below 0. On a control (no quirk), `control_credit` for a
+  filed report that claims nothing (0 by default: a control group teaches nothing).
 - `shaped`: grounded, plus partial credit (`RewardWeights.shaping`) for a plain,
   specific claim citing replies where the quirk fired, before the naming is right:
   a signal for a policy that has learned to probe and cite but not yet to name.
