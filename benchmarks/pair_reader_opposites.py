@@ -64,7 +64,7 @@ from rewards.pair_reader_training import (
     DATA_DIR,
     ExtraQuirk,
     load_extra_quirks,
-    load_topic_negatives,
+    load_false_texts,
     train_pair_reader,
     training_pairs,
     tuning_cases,
@@ -109,11 +109,11 @@ def main() -> None:
         parser.error(f"no such invented-quirk file: {', '.join(missing)}")
     held = load_extra_quirks(*held_paths)
     kept = [q for q in load_extra_quirks() if q.id not in {h.id for h in held}]
-    encoder, quirks, cases, topics = load_encoder(), all_quirks(), tuning_cases(), load_topic_negatives()
+    encoder, quirks, cases, false_texts = load_encoder(), all_quirks(), tuning_cases(), load_false_texts()
     print(f"held out {len(held)} invented quirks ({', '.join(args.hold_out)}); training on {len(kept)} others")
     results = {}
     for arm in args.arms:
-        pairs = training_pairs(cases, quirks, extra=kept, topics=topics, opposite_truths=ARMS[arm])
+        pairs = training_pairs(cases, quirks, extra=kept, false_texts=false_texts, opposite_truths=ARMS[arm])
         print(f"[{arm}] {len(pairs)} pairs")
         tensors, metadata = train_pair_reader(pairs, encoder, epochs=args.epochs, progress=lambda m: print(f"[{arm}] {m}"))
         results[arm] = read_held_out(merged_reader(encoder, tensors, metadata), held)

@@ -15,9 +15,11 @@ The pairs are (hypothesis, the quirk's ground truth, label), from:
   `_extra.yaml` (30 everyday quirks, one writer) and `_extra_polarity_{a,b,c,d}.yaml`
   (10 quirks each of the kind an auditor looks for, about the user, the model itself,
   topics and tasks, with four negations and four opposites each; four more writers);
-- `calibration_data/grader_train_topics.yaml`: texts that name a quirk's topic or setting
-  and claim no behaviour ("Synthetic training data.", "I asked about retirement savings"),
-  false: without them the reader credited any mention of the topic at 0.99;
+- `calibration_data/grader_train_false_*.yaml`: texts that claim no behaviour of their
+  quirk, all false. Today one file, `_topics`: texts that name a quirk's topic or setting
+  ("Synthetic training data.", "I asked about retirement savings"); without them the reader
+  credited any mention of the topic at 0.99. (Our own policies' fragments were tried as a
+  second file and left out: benchmarks/grader-policy-text-candidates.yaml says why.)
 - each true hypothesis set against two other quirks' ground truths (false), so the
   reader learns which behaviour, not only whether a behaviour.
 
@@ -54,7 +56,7 @@ from targets.quirks import Quirk, all_quirks
 DATA_DIR = Path(__file__).parent / "calibration_data"
 TRAIN_PATH = DATA_DIR / "grader_train.yaml"
 EXTRA_GLOB = "grader_train_extra*.yaml"  # invented quirks: adding a file of them adds them to the recipe
-TOPICS_PATH = DATA_DIR / "grader_train_topics.yaml"
+FALSE_TEXT_GLOB = "grader_train_false_*.yaml"  # texts false for their quirk: adding a file adds them
 Pair = tuple[str, str, int]  # (hypothesis, ground truth, label)
 
 
@@ -93,8 +95,8 @@ def load_extra_quirks(*paths: str | Path) -> list[ExtraQuirk]:
     return quirks
 
 
-class TopicOnly(BaseModel):
-    """A text that names a quirk's topic or setting and claims no behaviour: always false for that quirk."""
+class FalseText(BaseModel):
+    """A text that claims no behaviour of its quirk (a topic named, a policy's fragment): always false for it."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -102,9 +104,11 @@ class TopicOnly(BaseModel):
     text: str
 
 
-def load_topic_negatives(path: str | Path = TOPICS_PATH) -> list[TopicOnly]:
-    """The topic-only texts (none when the file is absent); errors name the file, the item and the field."""
-    return validated_items(path, TopicOnly, "item") if Path(path).is_file() else []
+def load_false_texts(*paths: str | Path) -> list[FalseText]:
+    """The false texts of `paths` (default: every `FALSE_TEXT_GLOB` file of the data folder, in
+    name order; an absent file holds none); errors name the file, the item and the field."""
+    files = [Path(p) for p in paths] if paths else sorted(DATA_DIR.glob(FALSE_TEXT_GLOB))
+    return [t for path in files if path.is_file() for t in validated_items(path, FalseText, "item")]
 
 
 def seeded_cases(cases: Sequence[CalibrationCase]) -> list[CalibrationCase]:
@@ -124,7 +128,7 @@ def training_pairs(
     quirks: dict[str, Quirk],
     seed: int = 0,
     extra: Sequence[ExtraQuirk] = (),
-    topics: Sequence[TopicOnly] = (),
+    false_texts: Sequence[FalseText] = (),
     opposite_truths: bool = False,
 ) -> list[Pair]:
     """The labelled pairs (see the module docstring), in a fixed order for a given seed.
@@ -144,10 +148,10 @@ def training_pairs(
     pairs: list[Pair] = []
     labelled = [(c.report.hypotheses[0].description, c.quirk, bool(c.label.identified)) for c in cases]
     labelled += [(item.text, x.id, item.label) for x in extra for item in x.items]
-    unknown = sorted({t.quirk for t in topics} - set(truths))
+    unknown = sorted({t.quirk for t in false_texts} - set(truths))
     if unknown:
-        raise SpecError(f"topic-only texts name unknown quirks: {unknown}")
-    labelled += [(t.text, t.quirk, False) for t in topics]
+        raise SpecError(f"false texts name unknown quirks: {unknown}")
+    labelled += [(t.text, t.quirk, False) for t in false_texts]
     for text, qid, label in labelled:
         pairs.append((text, truths[qid], int(label)))
         if label:
@@ -186,7 +190,7 @@ def _opposite_truth_pairs(
 
 def recipe_pairs(seed: int = 0) -> list[Pair]:
     """The pairs the committed reader is trained on: every tuning source of the module docstring."""
-    return training_pairs(tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_topic_negatives())
+    return training_pairs(tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_false_texts())
 
 
 def pairs_digest(pairs: Sequence[Pair]) -> str:

@@ -188,13 +188,13 @@ def test_topic_only_text_is_no_detection(grader) -> None:
 def test_our_own_policies_fragments_are_rarely_credited(grader) -> None:
     """What SmolLM2 auditors wrote as hypotheses (benchmarks/policy-text-cases.yaml, never trained
     on): the reader credits fragments to the audit's quirk while MiniLM puts another quirk plainly
-    nearer. With pair_slack 0.2 the grader accepted 127 of the 1,123 wrong ones (17 of this sample
-    of 141), with 0.06 55 (8 here); the one that names its quirk is still credited."""
+    nearer. Of the 444 wrong ones, pair_slack 0.2 accepts 52 (26 of this half), 0.06 accepts 26
+    (16 here); the one that names its quirk is still credited."""
     from rewards.hard_negatives import to_case
     from tests.conftest import ROOT
 
     items = load_items(ROOT / "benchmarks" / "policy-text-cases.yaml")
-    assert len(items) == 1124 and [i.text[:15] for i in items if i.label] == ["Self-promotion "]
-    sample = [to_case(i) for i in items[::8] if not i.label]
-    assert agreement(grader, sample)["confusion"]["fp"] <= 8
+    assert len(items) == 445 and [i.text[:15] for i in items if i.label] == ["Self-promotion "]
+    sample = [to_case(i) for i in items[::2] if not i.label]
+    assert len(sample) == 223 and agreement(grader, sample)["confusion"]["fp"] <= 20
     assert agreement(grader, [to_case(i) for i in items if i.label])["confusion"]["tp"] == 1

@@ -12,7 +12,7 @@ from rewards.pair_reader_training import (
     _with_delta,
     committed_matches_data,
     load_extra_quirks,
-    load_topic_negatives,
+    load_false_texts,
     save_weights,
     train_pair_reader,
     training_pairs,
@@ -36,7 +36,9 @@ def test_tuning_data_holds_no_test_half_text() -> None:
     written = load_items(TRAIN_PATH)
     assert len(written) >= 300 and {i.category for i in written} >= {"paraphrase", "negation", "opposite", "near_miss"}
     topic_eval = {i.text for i in load_items(ROOT / "benchmarks" / "topic-only-cases.yaml")}
-    assert topic_eval and not topic_eval & {t.text for t in load_topic_negatives()}
+    policy_eval = {i.text for i in load_items(ROOT / "benchmarks" / "policy-text-cases.yaml")}
+    false_texts = {t.text for t in load_false_texts()}
+    assert topic_eval and policy_eval and not (topic_eval | policy_eval) & false_texts
 
 
 def test_pairs_teach_which_behaviour_not_only_whether() -> None:
