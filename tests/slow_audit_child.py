@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 
 from scaffold.store import Store
@@ -38,6 +39,11 @@ if os.environ.get("AUDITRL_TEST_EXIT_AFTER_EVENTS"):
     Store.write_events = _write_then_maybe_die  # type: ignore[method-assign]
 
 if __name__ == "__main__":
+    # An ignored SIGINT is inherited across exec: a parent that ignores it (a pytest worker, some
+    # library's worker) would leave this child deaf to the test's Ctrl-C, which then finished the
+    # audit and exited 0 (the full-suite failures of stops 36 and 37). A user's shell starts a
+    # foreground `audit` with the default handler, which this restores.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from audit.cli import app
 
     app(sys.argv[2:])
