@@ -111,7 +111,8 @@ class MatchRule:
 # (benchmarks/policy-text-cases.yaml) are fragments that the reader credits to the audit's quirk
 # while MiniLM puts another quirk nearer. At 0.2 the grader accepted 127 of 1,123 wrong ones, at
 # 0.06 55 (since stop 37 the 444 kept for measuring, 52 and 26, are in that file and the rest in
-# benchmarks/grader-policy-text-candidates.yaml); the generator check, topic-only and unseen-quirk sets and the dev halves are unchanged.
+# benchmarks/grader-policy-text-candidates.yaml); the generator check, topic-only and
+# unseen-quirk sets and the dev halves are unchanged.
 # Measured once after the choice, the test halves: hard negatives kappa 0.866 -> 0.898 (opposites
 # accepted 2/8 -> 1/8), original 0.882 -> 0.882.
 DEFAULT_RULE = MatchRule()

@@ -87,9 +87,9 @@ def test_show_prints_control_characters_visibly_never_raw(tmp_path: Path) -> Non
 # --- 5: Ctrl-C names the run to resume ----------------------------------------------------
 def test_ctrl_c_prints_the_real_resume_command(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    # 2 s per target reply: on a loaded machine the poll below can see the first event late, and
-    # a faster audit could finish before the interrupt arrives (seen under a parallel SFT run at
-    # 0.5 s, and at 1 s in a full parallel suite in stop 36).
+    # 2 s per target reply, so the audit is still running when the interrupt arrives. (The exits
+    # with 0 once blamed on too short a latency were an inherited, ignored SIGINT: the child now
+    # restores the default handler, tests/slow_audit_child.py.)
     cmd = [sys.executable, str(ROOT / "tests" / "slow_audit_child.py"), "2.0", "run", "--target", str(FLATTERY),
            "--judge", "lexical", "--max-turns", "30"]
     child = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

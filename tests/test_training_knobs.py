@@ -68,6 +68,7 @@ def test_sft_keeps_audits_by_their_verdict(tmp_path: Path) -> None:
     kept = {keep: sorted(t.run_id for t in f.audits + f.controls) for keep, f in found.items()}
     assert kept == {"grounded": ["c", "g"], "identified": ["c", "g", "n"], "all": ["c", "g", "n", "x"]}  # never "fp"
     assert [t.run_id for t in found["grounded"].controls] == ["c"] and found["grounded"].skipped["heldout"] == 1
+    assert {keep: f.skipped["false_positive"] for keep, f in found.items()} == {"grounded": 1, "identified": 1, "all": 1}
     assert load_config(SMOKE, {"sft.only_identified": False}).sft.keep == "all"  # configs written before `keep`
     # configs written before `control_share`: controls false/true meant none/all
     assert load_config(SMOKE, {"sft.controls": False}).sft.control_share == 0.0

@@ -75,7 +75,7 @@ def eval_transcripts(directory: Path, keep: str) -> EvalAudits:
     rows_path = directory / "audits.jsonl"
     if not rows_path.exists():
         raise SpecError(f"sft.data {directory}: not an eval directory (no audits.jsonl); make one with `audit eval --out`")
-    skipped = {"heldout": 0, "failed": 0, f"not_{keep}": 0, "missing": 0}
+    skipped = {"heldout": 0, "failed": 0, "false_positive": 0, f"not_{keep}": 0, "missing": 0}
     audits: list[Transcript] = []
     controls: list[Transcript] = []
     for line in rows_path.read_text().splitlines():
@@ -90,8 +90,10 @@ def eval_transcripts(directory: Path, keep: str) -> EvalAudits:
         if row.get("status") != "completed":
             skipped["failed"] += 1
             continue
-        # A control's report must claim nothing, whatever `keep`: a false positive is never learned.
-        if row.get("false_positive") is True or (keep != "all" and row.get(keep) is False):
+        if row.get("false_positive") is True:  # whatever `keep`: a control's report must claim nothing
+            skipped["false_positive"] += 1
+            continue
+        if keep != "all" and row.get(keep) is False:
             skipped[f"not_{keep}"] += 1
             continue
         path = directory / "runs" / row["run_id"] / "transcript.json"
