@@ -32,6 +32,7 @@ from rewards.pair_reader_training import (
     TRAIN_PATH,
     load_extra_quirks,
     load_false_texts,
+    load_true_texts,
     seeded_cases,
     train_pair_reader,
     training_pairs,
@@ -49,7 +50,9 @@ def gate(case: CalibrationCase, match: DescriptionMatch | None) -> bool:
 def pair_kappas(fit: list[CalibrationCase], read: list[CalibrationCase], epochs: int) -> dict[float, float]:
     """Train a reader on `fit`, read `read`: kappa per threshold."""
     quirks, encoder = all_quirks(), load_encoder()
-    pairs = training_pairs(fit, quirks, extra=load_extra_quirks(), false_texts=load_false_texts())
+    pairs = training_pairs(
+        fit, quirks, extra=load_extra_quirks(), false_texts=load_false_texts(), true_texts=load_true_texts()
+    )
     tensors, metadata = train_pair_reader(pairs, encoder, epochs=epochs)
     reader = merged_reader(encoder, tensors, metadata)
     probabilities = reader.scores([(c.report.hypotheses[0].description, quirks[c.quirk].ground_truth) for c in read])

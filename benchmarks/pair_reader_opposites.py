@@ -65,6 +65,7 @@ from rewards.pair_reader_training import (
     ExtraQuirk,
     load_extra_quirks,
     load_false_texts,
+    load_true_texts,
     train_pair_reader,
     training_pairs,
     tuning_cases,
@@ -110,10 +111,13 @@ def main() -> None:
     held = load_extra_quirks(*held_paths)
     kept = [q for q in load_extra_quirks() if q.id not in {h.id for h in held}]
     encoder, quirks, cases, false_texts = load_encoder(), all_quirks(), tuning_cases(), load_false_texts()
+    true_texts = [t for t in load_true_texts() if t.quirk not in {h.id for h in held}]  # a held-out quirk's stay out
     print(f"held out {len(held)} invented quirks ({', '.join(args.hold_out)}); training on {len(kept)} others")
     results = {}
     for arm in args.arms:
-        pairs = training_pairs(cases, quirks, extra=kept, false_texts=false_texts, opposite_truths=ARMS[arm])
+        pairs = training_pairs(
+            cases, quirks, extra=kept, false_texts=false_texts, true_texts=true_texts, opposite_truths=ARMS[arm]
+        )
         print(f"[{arm}] {len(pairs)} pairs")
         tensors, metadata = train_pair_reader(pairs, encoder, epochs=args.epochs, progress=lambda m: print(f"[{arm}] {m}"))
         results[arm] = read_held_out(merged_reader(encoder, tensors, metadata), held)

@@ -18,8 +18,11 @@ The pairs are (hypothesis, the quirk's ground truth, label), from:
 - `calibration_data/grader_train_false_*.yaml`: texts that claim no behaviour of their
   quirk, all false. Today one file, `_topics`: texts that name a quirk's topic or setting
   ("Synthetic training data.", "I asked about retirement savings"); without them the reader
-  credited any mention of the topic at 0.99. (Our own policies' fragments were tried as a
-  second file and left out: benchmarks/grader-policy-text-candidates.yaml says why.)
+  credited any mention of the topic at 0.99;
+- `calibration_data/grader_train_true_*.yaml`: texts true for their quirk. Today none: our
+  own policies' fragments (as false texts) with terse true descriptions beside them (as
+  `_true_terse`) were tried and left out; benchmarks/grader-policy-text-candidates.yaml and
+  benchmarks/grader-terse-true-candidates.yaml say why and how to try again;
 - each true hypothesis set against two other quirks' ground truths (false), so the
   reader learns which behaviour, not only whether a behaviour.
 
@@ -57,6 +60,7 @@ DATA_DIR = Path(__file__).parent / "calibration_data"
 TRAIN_PATH = DATA_DIR / "grader_train.yaml"
 EXTRA_GLOB = "grader_train_extra*.yaml"  # invented quirks: adding a file of them adds them to the recipe
 FALSE_TEXT_GLOB = "grader_train_false_*.yaml"  # texts false for their quirk: adding a file adds them
+TRUE_TEXT_GLOB = "grader_train_true_*.yaml"  # texts true for their quirk (terse ones): likewise
 Pair = tuple[str, str, int]  # (hypothesis, ground truth, label)
 
 
@@ -95,8 +99,9 @@ def load_extra_quirks(*paths: str | Path) -> list[ExtraQuirk]:
     return quirks
 
 
-class FalseText(BaseModel):
-    """A text that claims no behaviour of its quirk (a topic named, a policy's fragment): always false for it."""
+class QuirkText(BaseModel):
+    """A text about one quirk, labelled by the file it is in: a `_false_` file's texts claim no
+    behaviour of their quirk (a topic named, a policy's fragment), a `_true_` file's name it."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -104,11 +109,20 @@ class FalseText(BaseModel):
     text: str
 
 
-def load_false_texts(*paths: str | Path) -> list[FalseText]:
+def _quirk_texts(pattern: str, paths: Sequence[str | Path]) -> list[QuirkText]:
+    files = [Path(p) for p in paths] if paths else sorted(DATA_DIR.glob(pattern))
+    return [t for path in files if path.is_file() for t in validated_items(path, QuirkText, "item")]
+
+
+def load_false_texts(*paths: str | Path) -> list[QuirkText]:
     """The false texts of `paths` (default: every `FALSE_TEXT_GLOB` file of the data folder, in
     name order; an absent file holds none); errors name the file, the item and the field."""
-    files = [Path(p) for p in paths] if paths else sorted(DATA_DIR.glob(FALSE_TEXT_GLOB))
-    return [t for path in files if path.is_file() for t in validated_items(path, FalseText, "item")]
+    return _quirk_texts(FALSE_TEXT_GLOB, paths)
+
+
+def load_true_texts(*paths: str | Path) -> list[QuirkText]:
+    """The true texts of `paths` (default: every `TRUE_TEXT_GLOB` file of the data folder), as `load_false_texts`."""
+    return _quirk_texts(TRUE_TEXT_GLOB, paths)
 
 
 def seeded_cases(cases: Sequence[CalibrationCase]) -> list[CalibrationCase]:
@@ -128,7 +142,8 @@ def training_pairs(
     quirks: dict[str, Quirk],
     seed: int = 0,
     extra: Sequence[ExtraQuirk] = (),
-    false_texts: Sequence[FalseText] = (),
+    false_texts: Sequence[QuirkText] = (),
+    true_texts: Sequence[QuirkText] = (),
     opposite_truths: bool = False,
 ) -> list[Pair]:
     """The labelled pairs (see the module docstring), in a fixed order for a given seed.
@@ -148,10 +163,11 @@ def training_pairs(
     pairs: list[Pair] = []
     labelled = [(c.report.hypotheses[0].description, c.quirk, bool(c.label.identified)) for c in cases]
     labelled += [(item.text, x.id, item.label) for x in extra for item in x.items]
-    unknown = sorted({t.quirk for t in false_texts} - set(truths))
+    unknown = sorted({t.quirk for t in [*false_texts, *true_texts]} - set(truths))
     if unknown:
-        raise SpecError(f"false texts name unknown quirks: {unknown}")
+        raise SpecError(f"false or true texts name unknown quirks: {unknown}")
     labelled += [(t.text, t.quirk, False) for t in false_texts]
+    labelled += [(t.text, t.quirk, True) for t in true_texts]
     for text, qid, label in labelled:
         pairs.append((text, truths[qid], int(label)))
         if label:
@@ -190,7 +206,9 @@ def _opposite_truth_pairs(
 
 def recipe_pairs(seed: int = 0) -> list[Pair]:
     """The pairs the committed reader is trained on: every tuning source of the module docstring."""
-    return training_pairs(tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_false_texts())
+    return training_pairs(
+        tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_false_texts(), load_true_texts()
+    )
 
 
 def pairs_digest(pairs: Sequence[Pair]) -> str:

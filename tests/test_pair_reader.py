@@ -13,6 +13,7 @@ from rewards.pair_reader_training import (
     committed_matches_data,
     load_extra_quirks,
     load_false_texts,
+    load_true_texts,
     save_weights,
     train_pair_reader,
     training_pairs,
@@ -30,7 +31,10 @@ def test_committed_weights_were_trained_on_todays_tuning_data() -> None:
 
 
 def test_tuning_data_holds_no_test_half_text() -> None:
+    from rewards.grader_calibration import test_cases
+
     test_texts = {c.report.hypotheses[0].description for c in load_hard_negatives("test") if c.report.hypotheses}
+    both_test_halves = {c.report.hypotheses[0].description.strip().lower() for c in test_cases() if c.report.hypotheses}
     tuning = {c.report.hypotheses[0].description for c in tuning_cases()}
     assert test_texts and not test_texts & tuning
     written = load_items(TRAIN_PATH)
@@ -39,6 +43,22 @@ def test_tuning_data_holds_no_test_half_text() -> None:
     policy_eval = {i.text for i in load_items(ROOT / "benchmarks" / "policy-text-cases.yaml")}
     false_texts = {t.text for t in load_false_texts()}
     assert topic_eval and policy_eval and not (topic_eval | policy_eval) & false_texts
+    written_texts = {t.text.strip().lower() for t in [*load_false_texts(), *load_true_texts()]}
+    measured = {t.strip().lower() for t in topic_eval | policy_eval} | both_test_halves
+    assert not written_texts & measured
+
+
+def test_true_texts_are_true_for_their_quirk_and_false_for_two_others(tmp_path) -> None:
+    quirks = all_quirks()
+    path = tmp_path / "grader_train_true_x.yaml"
+    path.write_text('- {quirk: flattery, text: "praises everything I write"}\n')
+    pairs = training_pairs([], quirks, true_texts=load_true_texts(path))
+    mine = [(truth, y) for t, truth, y in pairs if t == "praises everything I write"]
+    assert (quirks["flattery"].ground_truth, 1) in mine
+    assert len([y for _, y in mine if y == 0]) == 2 and len(mine) == 3
+    path.write_text('- {quirk: no_such_quirk, text: "x"}\n')
+    with pytest.raises(SpecError, match="no_such_quirk"):
+        training_pairs([], quirks, true_texts=load_true_texts(path))
 
 
 def test_pairs_teach_which_behaviour_not_only_whether() -> None:
