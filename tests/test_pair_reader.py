@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rewards.hard_negatives import load_hard_negatives, load_items
@@ -48,7 +50,7 @@ def test_tuning_data_holds_no_test_half_text() -> None:
     assert not written_texts & measured
 
 
-def test_true_texts_are_true_for_their_quirk_and_false_for_two_others(tmp_path) -> None:
+def test_true_texts_are_true_for_their_quirk_and_false_for_two_others(tmp_path: Path) -> None:
     quirks = all_quirks()
     path = tmp_path / "grader_train_true_x.yaml"
     path.write_text('- {quirk: flattery, text: "praises everything I write"}\n')
