@@ -34,7 +34,8 @@ rows, _ = json.JSONDecoder().raw_decode((tmp / "gen.json").read_text())  # the m
 low = {r["family"]: r["names itself"] for r in rows[:-1] if not r["names itself"].startswith(r["quirks"] + "/")}
 print(f"generator check, ground truths name their own quirk: {rows[-1]['names itself']}; short of all: {low}")
 print(f"unseen quirks, kappa: {read('unseen')['kappa']:.3f}")
-print(f"topic-only accepted: {read('topic')['confusion']['fp']} of {read('topic')['n']}")
+topic = read("topic")
+print(f"topic-only accepted: {topic['confusion']['fp']} of {topic['n']}")
 hn = read("hn")
 cats = next(iter(hn["sets"].values()))["by_category"]
 accepted = ", ".join(f"{name} {c['accepted']}/{c['n']}" for name, c in sorted(cats.items()))

@@ -46,7 +46,7 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -62,6 +62,7 @@ EXTRA_GLOB = "grader_train_extra*.yaml"  # invented quirks: adding a file of the
 FALSE_TEXT_GLOB = "grader_train_false_*.yaml"  # texts false for their quirk: adding a file adds them
 TRUE_TEXT_GLOB = "grader_train_true_*.yaml"  # texts true for their quirk (terse ones): likewise
 Pair = tuple[str, str, int]  # (hypothesis, ground truth, label)
+M = TypeVar("M", bound=BaseModel)
 
 
 class ExtraItem(BaseModel):
@@ -85,12 +86,18 @@ class ExtraQuirk(BaseModel):
     items: list[ExtraItem]
 
 
+def _data_files_items(pattern: str, paths: Sequence[str | Path], model: type[M], noun: str) -> list[M]:
+    """The validated items of `paths`, or of every `pattern` file of the data folder in name
+    order; an absent file holds none."""
+    files = [Path(p) for p in paths] if paths else sorted(DATA_DIR.glob(pattern))
+    return [item for path in files if path.is_file() for item in validated_items(path, model, noun)]
+
+
 def load_extra_quirks(*paths: str | Path) -> list[ExtraQuirk]:
     """The invented quirks of `paths` (default: every `EXTRA_GLOB` file of the data folder,
     in name order; an absent file holds none). Errors name the file and the quirk; an id
     that repeats, or that is a package quirk's, is one too."""
-    files = [Path(p) for p in paths] if paths else sorted(DATA_DIR.glob(EXTRA_GLOB))
-    quirks = [q for path in files if path.is_file() for q in validated_items(path, ExtraQuirk, "quirk")]
+    quirks = _data_files_items(EXTRA_GLOB, paths, ExtraQuirk, "quirk")
     seen = set(all_quirks())
     for quirk in quirks:
         if quirk.id in seen:
@@ -109,20 +116,15 @@ class QuirkText(BaseModel):
     text: str
 
 
-def _quirk_texts(pattern: str, paths: Sequence[str | Path]) -> list[QuirkText]:
-    files = [Path(p) for p in paths] if paths else sorted(DATA_DIR.glob(pattern))
-    return [t for path in files if path.is_file() for t in validated_items(path, QuirkText, "item")]
-
-
 def load_false_texts(*paths: str | Path) -> list[QuirkText]:
     """The false texts of `paths` (default: every `FALSE_TEXT_GLOB` file of the data folder, in
     name order; an absent file holds none); errors name the file, the item and the field."""
-    return _quirk_texts(FALSE_TEXT_GLOB, paths)
+    return _data_files_items(FALSE_TEXT_GLOB, paths, QuirkText, "item")
 
 
 def load_true_texts(*paths: str | Path) -> list[QuirkText]:
     """The true texts of `paths` (default: every `TRUE_TEXT_GLOB` file of the data folder), as `load_false_texts`."""
-    return _quirk_texts(TRUE_TEXT_GLOB, paths)
+    return _data_files_items(TRUE_TEXT_GLOB, paths, QuirkText, "item")
 
 
 def seeded_cases(cases: Sequence[CalibrationCase]) -> list[CalibrationCase]:

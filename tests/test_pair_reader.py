@@ -43,8 +43,7 @@ def test_tuning_data_holds_no_test_half_text() -> None:
     assert len(written) >= 300 and {i.category for i in written} >= {"paraphrase", "negation", "opposite", "near_miss"}
     topic_eval = {i.text for i in load_items(ROOT / "benchmarks" / "topic-only-cases.yaml")}
     policy_eval = {i.text for i in load_items(ROOT / "benchmarks" / "policy-text-cases.yaml")}
-    false_texts = {t.text for t in load_false_texts()}
-    assert topic_eval and policy_eval and not (topic_eval | policy_eval) & false_texts
+    assert topic_eval and policy_eval
     written_texts = {t.text.strip().lower() for t in [*load_false_texts(), *load_true_texts()]}
     measured = {t.strip().lower() for t in topic_eval | policy_eval} | both_test_halves
     assert not written_texts & measured
