@@ -13,7 +13,10 @@ in one call. The last lines measure that path: the cases in groups of `--group` 
 quirk each, as a step's group has, through the judge's `evaluate` on concurrent tasks; a
 rollout's cost is its group's time divided by the group's size.
 
-    python benchmarks/reward_speed.py [--repeats 3] [--group 8]
+`--weights FILE` also measures the pair reader with another weights file (for example one
+member of the committed seeds), side by side in the same run.
+
+    python benchmarks/reward_speed.py [--repeats 3] [--group 8] [--weights FILE]
 """
 
 from __future__ import annotations
@@ -76,19 +79,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="Passes over the cases (after one warm-up).")
     parser.add_argument("--group", type=int, default=8, help="Rollouts graded together, as a GRPO group (G).")
+    parser.add_argument("--weights", help="Another pair-reader weights file to measure beside the committed one.")
     args = parser.parse_args()
     items = [(case_transcript(c), get_quirk(c.quirk)) for c in load_cases()]
     offline, lexical = EmbeddingQuirkGrader(), OfflineQuirkGrader()
     other_rule = SIMILARITY_RULE if DEFAULT_RULE.reader == "pair" else replace(DEFAULT_RULE, reader="pair")
     other = EmbeddingQuirkGrader(rule=other_rule)
+    alternative = EmbeddingQuirkGrader(pair_weights=args.weights) if args.weights else None
     start = time.perf_counter()
     for transcript, quirk in items:  # warm-up: loads MiniLM (and the pair reader) and encodes the references once
-        offline.grade(transcript, quirk)
-        other.grade(transcript, quirk)
+        for grader in (offline, other, alternative):
+            if grader is not None:
+                grader.grade(transcript, quirk)
     warm_s = time.perf_counter() - start
     off_median, off_p95 = per_rollout_ms(offline, items, args.repeats)
     other_median, other_p95 = per_rollout_ms(other, items, args.repeats)
     lex_median, lex_p95 = per_rollout_ms(lexical, items, args.repeats)
+    alt_median, alt_p95 = per_rollout_ms(alternative, items, args.repeats) if alternative else (0.0, 0.0)
     groups = quirk_groups(items, args.group)
     judge = OfflineJudge(offline, "offline")
     grouped_per_rollout_ms(judge, groups, 1)  # warm-up of the batched path's shapes and thread
@@ -99,6 +106,9 @@ def main() -> None:
           f"p95 {off_p95:.2f} ms per rollout")
     print(f"offline grader ({other.rule.reader} reader) + reward: median {other_median:.2f} ms, "
           f"p95 {other_p95:.2f} ms per rollout")
+    if alternative:
+        print(f"offline grader (pair reader, {args.weights}) + reward: median {alt_median:.2f} ms, p95 {alt_p95:.2f} ms "
+              f"per rollout; committed / this: median {off_median / alt_median:.2f}x")
     print(f"lexical grader + reward: median {lex_median:.2f} ms, p95 {lex_p95:.2f} ms per rollout")
     print(f"offline / lexical: {off_median / lex_median:.1f}x; offline p95 / {BUDGET_MS:.0f} ms budget: "
           f"{off_p95 / BUDGET_MS:.2f} ({'within' if off_p95 < BUDGET_MS else 'OVER'} budget) one rollout at a time")

@@ -9,9 +9,16 @@ or "from the very first message" can change the verdict.
 The reader is the packaged all-MiniLM-L6-v2 (`rewards.minilm`, nothing from a hub) with
 a low-rank delta on each of its linear layers and a one-logit head over the mean-pooled
 tokens. Only the deltas and the head are trained (`rewards.pair_reader_training`) and
-committed, in `grader_weights/pair_reader.safetensors` (about 1.3 MB), with the digest of
-the data they were trained on in the file's metadata. At load the deltas are merged into
-a private copy of the encoder, so reading a pair costs one plain MiniLM forward pass.
+committed, in `grader_weights/pair_reader.safetensors` (about 1.3 MB per member), with the
+digest of the data they were trained on in the file's metadata. At load the deltas are
+merged into a private copy of the encoder, so reading a pair costs one plain MiniLM forward
+pass per member.
+
+A file may hold several members, the same recipe trained from different seeds, read as
+their mean logit: the way to steady verdicts that move with the seed without picking a seed
+by its test score. The committed file is one member. Three seeds (stop 40's note on issue 14)
+agreed with people better on every large measured set, but cost 2.3x per rollout, over the
+reward's 50 ms budget on this CPU.
 
 `PairReader.scores(pairs)` returns, per (hypothesis, ground truth) pair, the
 probability that the hypothesis says the quirk happens. Deterministic on the CPU.
@@ -80,10 +87,13 @@ def encode_pairs(tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> dict[str, 
 
 
 class PairReader:
-    """The trained reader (see the module docstring); build with `load_pair_reader`."""
+    """The trained reader (see the module docstring); build with `load_pair_reader`.
 
-    def __init__(self, bert: Any, head: Any, tokenizer: Any, metadata: dict[str, Any]) -> None:
-        self.bert, self.head, self.tokenizer, self.metadata = bert, head, tokenizer, metadata
+    `members` holds one (BERT, head) per trained seed in the weights file; a pair's score is the
+    sigmoid of their mean logit, so a file of several seeds reads as one averaged reader."""
+
+    def __init__(self, members: Sequence[tuple[Any, Any]], tokenizer: Any, metadata: dict[str, Any]) -> None:
+        self.members, self.tokenizer, self.metadata = list(members), tokenizer, metadata
 
     def scores(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> list[float]:
         """Per (hypothesis, ground truth) pair, the probability that the hypothesis says the quirk happens."""
@@ -92,8 +102,33 @@ class PairReader:
         with torch.inference_mode():
             for start in range(0, len(pairs), batch_size):
                 encoded = encode_pairs(self.tokenizer, pairs[start : start + batch_size])
-                out += torch.sigmoid(pair_logits(self.bert, self.head, encoded)).tolist()
+                logits = torch.stack([pair_logits(bert, head, encoded) for bert, head in self.members])
+                out += torch.sigmoid(logits.mean(0)).tolist()
         return out
+
+
+def split_members(tensors: dict[str, Any], metadata: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """A weights file's members, one (tensors, metadata) per trained seed. A plain file is one member;
+    a packed one (`pack_members`) prefixes each member's tensors with `member<i>.` and lists their
+    metadata under "members"."""
+    listed = metadata.get("members")
+    if listed is None:
+        return [(tensors, metadata)]
+    if not isinstance(listed, list) or not listed or not all(isinstance(m, dict) for m in listed):
+        raise SpecError("judge 'offline': the pair-reader weights' \"members\" metadata is not a list of members")
+    members = []
+    for index, member_metadata in enumerate(listed):
+        prefix = f"member{index}."
+        members.append(({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}, member_metadata))
+    return members
+
+
+def pack_members(members: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One file's (tensors, metadata) from several trained members, the inverse of `split_members`."""
+    if len(members) == 1:
+        return members[0]
+    tensors = {f"member{i}.{name}": t for i, (member, _) in enumerate(members) for name, t in member.items()}
+    return tensors, {"members": [metadata for _, metadata in members]}
 
 
 def weights_digest(path: str | Path = WEIGHTS_PATH) -> str | None:
@@ -122,7 +157,15 @@ def read_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def merged_reader(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any]) -> PairReader:
-    """A private copy of the encoder's BERT with each delta merged in (W + scale * up @ down), and the head."""
+    """The reader of a weights file: per member, a private copy of the encoder's BERT with each
+    delta merged in (W + scale * up @ down), and its head."""
+    packed = "members" in metadata
+    members = [_merged_member(encoder, t, m, f"member{i}." if packed else "")
+               for i, (t, m) in enumerate(split_members(tensors, metadata))]
+    return PairReader(members, encoder.tokenizer, metadata)
+
+
+def _merged_member(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any], prefix: str) -> tuple[Any, Any]:
     torch = _torch()
     bert = copy.deepcopy(encoder[0].auto_model).eval()
     scale = float(metadata.get("scale", 1.0))
@@ -130,7 +173,7 @@ def merged_reader(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any
     needed = [n for layer in linears for n in delta_names(layer)] + ["head.weight", "head.bias"]
     missing = [n for n in needed if n not in tensors]
     if missing:
-        raise SpecError(f"judge 'offline': the pair-reader weights lack {missing[0]}")
+        raise SpecError(f"judge 'offline': the pair-reader weights lack {prefix}{missing[0]}")
     with torch.no_grad():
         for layer, linear in linears.items():
             down, up = (tensors[n] for n in delta_names(layer))
@@ -139,7 +182,7 @@ def merged_reader(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any
     with torch.no_grad():
         head.weight.copy_(tensors["head.weight"])
         head.bias.copy_(tensors["head.bias"])
-    return PairReader(bert, head.eval(), encoder.tokenizer, metadata)
+    return bert, head.eval()
 
 
 def load_pair_reader(weights: str | Path | None = None, model_path: str | Path | None = None) -> PairReader:

@@ -29,9 +29,11 @@ The pairs are (hypothesis, the quirk's ground truth, label), from:
 The test halves never enter. Controls (quirk `none`) are not pairs: a control's verdict
 is "did it claim anything", which `hypothesis_text` reads.
 
-    python -m rewards.pair_reader_training [--out PATH] [--epochs 5] [--seed 0] [--check]
+    python -m rewards.pair_reader_training [--out PATH] [--epochs 5] [--seed 0 [1 ...]] [--check]
+    python -m rewards.pair_reader_training --pack W0 W1 ... --out PATH
 
-writes the delta and head tensors with the pairs' digest in the file's metadata;
+writes the delta and head tensors with the pairs' digest in the file's metadata, one member
+per seed (`--pack` joins members trained apart, for example in parallel);
 `--check` only says whether the committed weights were trained on today's data
 (tests/test_pair_reader.py asserts the same).
 """
@@ -52,7 +54,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rewards.calibration import CalibrationCase
 from rewards.hard_negatives import load_items, to_case, validated_items
-from rewards.pair_reader import WEIGHTS_PATH, adapted_linears, delta_names, encode_pairs, pair_logits, read_weights
+from rewards.pair_reader import (
+    WEIGHTS_PATH,
+    adapted_linears,
+    delta_names,
+    encode_pairs,
+    pack_members,
+    pair_logits,
+    read_weights,
+    split_members,
+)
 from scaffold.specs import SpecError
 from targets.quirks import Quirk, all_quirks
 
@@ -315,33 +326,54 @@ def save_weights(tensors: dict[str, Any], metadata: dict[str, Any], path: str | 
     save_file(tensors, str(path), metadata={k: json.dumps(v) for k, v in metadata.items()})
 
 
-def committed_matches_data(path: str | Path = WEIGHTS_PATH, seed: int | None = None) -> tuple[bool, str, str]:
-    """(matches, committed digest, today's digest): were the weights at `path` trained on today's pairs?"""
-    _, metadata = read_weights(path)
-    seed = metadata.get("seed", 0) if seed is None else seed
-    today = pairs_digest(recipe_pairs(seed))
-    committed = str(metadata.get("pairs_digest", ""))
-    return committed == today, committed, today
+def committed_matches_data(path: str | Path = WEIGHTS_PATH) -> tuple[bool, str, str]:
+    """(matches, committed digests, today's digests): was each member of the weights at `path`
+    trained on today's pairs for its seed? Digests are comma-joined, one per member."""
+    tensors, metadata = read_weights(path)
+    members = [m for _, m in split_members(tensors, metadata)]
+    committed = [str(m.get("pairs_digest", "")) for m in members]
+    today = [pairs_digest(recipe_pairs(int(m.get("seed", 0)))) for m in members]
+    return committed == today, ",".join(c[:12] for c in committed), ",".join(t[:12] for t in today)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Train the offline grader's pair reader on the tuning data.")
+    parser = argparse.ArgumentParser(
+        description="Train the offline grader's pair reader on the tuning data. Several --seed values train one "
+        "member each and write them to one file, read as the members' mean logit.")
     parser.add_argument("--out", type=Path, default=WEIGHTS_PATH, help="Where to write the weights.")
     parser.add_argument("--epochs", type=int, default=5, help="Passes over the pairs.")
-    parser.add_argument("--seed", type=int, default=0, help="Seeds the pair sampling, the shuffle and the init.")
-    parser.add_argument("--check", action="store_true", help="Only check that the weights match today's data.")
+    parser.add_argument("--seed", type=int, nargs="+", default=[0],
+                        help="Seeds the pair sampling, the shuffle and the init; one member per seed.")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--pack", type=Path, nargs="+", metavar="WEIGHTS",
+                       help="Instead of training, write these already-trained files as one file of their members.")
+    modes.add_argument("--check", action="store_true", help="Only check that the weights match today's data.")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except SpecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    """`main`'s work once the arguments are read: check, pack or train."""
     if args.check:
         ok, committed, today = committed_matches_data(args.out)
-        print(f"{args.out}: {'trained on today' if ok else 'STALE: retrain'} ({committed[:12]} vs {today[:12]})")
+        print(f"{args.out}: {'trained on today' if ok else 'STALE: retrain'} ({committed} vs {today})")
         return 0 if ok else 1
-    from rewards.minilm import load_encoder
+    if args.pack:
+        members = [member for path in args.pack for member in split_members(*read_weights(path))]
+    else:
+        from rewards.minilm import load_encoder
 
-    pairs = recipe_pairs(args.seed)
-    print(f"{len(pairs)} pairs, {sum(y for *_, y in pairs)} true")
-    tensors, metadata = train_pair_reader(pairs, load_encoder(), epochs=args.epochs, seed=args.seed)
-    save_weights(tensors, metadata, args.out)
-    print(f"wrote {args.out}")
+        encoder, members = load_encoder(), []
+        for seed in args.seed:
+            pairs = recipe_pairs(seed)
+            print(f"seed {seed}: {len(pairs)} pairs, {sum(y for *_, y in pairs)} true")
+            members.append(train_pair_reader(pairs, encoder, epochs=args.epochs, seed=seed))
+    save_weights(*pack_members(members), args.out)
+    print(f"wrote {args.out} ({len(members)} member{'s' * (len(members) > 1)})")
     return 0
 
 

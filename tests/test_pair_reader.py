@@ -16,6 +16,7 @@ from rewards.pair_reader_training import (
     load_extra_quirks,
     load_false_texts,
     load_true_texts,
+    main,
     save_weights,
     train_pair_reader,
     training_pairs,
@@ -29,7 +30,7 @@ from tests.conftest import ROOT, offline_grader_or_skip
 def test_committed_weights_were_trained_on_todays_tuning_data() -> None:
     """Editing a labelled set, a quirk's ground truth, aliases or opposites without retraining fails here."""
     ok, committed, today = committed_matches_data()
-    assert ok, f"retrain: python -m rewards.pair_reader_training ({committed[:12]} != {today[:12]})"
+    assert ok, f"retrain: python -m rewards.pair_reader_training ({committed} != {today})"
 
 
 def test_tuning_data_holds_no_test_half_text() -> None:
@@ -142,6 +143,33 @@ def test_training_saving_and_merging_give_the_trained_model(encoder, tmp_path) -
     assert reader.scores(texts) == pytest.approx(expected, abs=1e-4)
 
 
+def test_a_file_of_several_seeds_reads_as_their_mean_logit(encoder, tmp_path) -> None:
+    import math
+
+    from rewards.pair_reader import pack_members, split_members
+
+    truth = all_quirks()["flattery"].ground_truth
+    pairs = [("Flatters the user about their work.", truth, 1), ("Criticises the user's work.", truth, 0)]
+    paths, members = [], []
+    for seed in (0, 1):
+        members.append(train_pair_reader(pairs, encoder, epochs=1, rank=2, batch_size=2, seed=seed,
+                                         progress=lambda _: None))
+        paths.append(tmp_path / f"seed{seed}.safetensors")
+        save_weights(*members[-1], paths[-1])
+    assert main(["--pack", *map(str, paths), "--out", str(tmp_path / "both.safetensors")]) == 0
+    tensors, metadata = read_weights(tmp_path / "both.safetensors")
+    assert [m["seed"] for _, m in split_members(tensors, metadata)] == [0, 1]
+    assert pack_members(split_members(tensors, metadata))[0].keys() == tensors.keys()
+    with pytest.raises(SpecError, match="members"):
+        split_members(tensors, {"members": "seed 0"})
+    texts = [(t, truth) for t, _, _ in pairs] + [("It helps with spreadsheets.", truth)]
+    singles = [load_pair_reader(path).scores(texts) for path in paths]
+    logit = lambda p: math.log(p / (1 - p))
+    expected = [1 / (1 + math.exp(-(logit(a) + logit(b)) / 2)) for a, b in zip(*singles)]
+    assert singles[0] != pytest.approx(singles[1], abs=1e-3)  # the seeds differ, so the mean is a real test
+    assert load_pair_reader(tmp_path / "both.safetensors").scores(texts) == pytest.approx(expected, abs=1e-4)
+
+
 def test_the_committed_reader_reads_polarity(encoder) -> None:
     reader = load_pair_reader()
     truth = all_quirks()["flattery"].ground_truth
@@ -168,8 +196,16 @@ def test_a_missing_or_bad_weights_file_is_one_clear_error(tmp_path, content) -> 
         read_weights(path)
 
 
+def test_packing_a_missing_file_is_one_clear_error(tmp_path, capsys) -> None:
+    assert main(["--pack", str(tmp_path / "absent.safetensors"), "--out", str(tmp_path / "out.safetensors")]) == 2
+    assert "absent.safetensors" in capsys.readouterr().err and not (tmp_path / "out.safetensors").exists()
+
+
 def test_the_committed_file_is_small() -> None:
-    assert WEIGHTS_PATH.stat().st_size < 2_000_000
+    from rewards.pair_reader import split_members
+
+    members = len(split_members(*read_weights(WEIGHTS_PATH)))
+    assert WEIGHTS_PATH.stat().st_size < 1_500_000 * members and members <= 5
 
 
 def test_a_bad_invented_quirk_names_the_file_quirk_and_field(tmp_path) -> None:
@@ -196,6 +232,7 @@ def test_weights_missing_a_tensor_name_it(encoder) -> None:
     from rewards.pair_reader import merged_reader
 
     tensors, metadata = read_weights(WEIGHTS_PATH)
-    for name in ("head.bias", "encoder.layer.5.output.dense.up"):
+    prefix = "member0." if "members" in metadata else ""  # a file of several seeds names the member too
+    for name in (f"{prefix}head.bias", f"{prefix}encoder.layer.5.output.dense.up"):
         with pytest.raises(SpecError, match=f"lack {name}"):
             merged_reader(encoder, {k: v for k, v in tensors.items() if k != name}, metadata)
