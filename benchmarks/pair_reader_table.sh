@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# The pair reader's measurement table (notes of stops 37-38): one column per weights file.
+# The pair reader's measurement table (notes of stops 37-40): one column per weights file.
 #
-#   benchmarks/pair_reader_table.sh REPO_DIR [VENV_BIN]
+#   benchmarks/pair_reader_table.sh WEIGHTS.safetensors|REPO_DIR [VENV_BIN]
 #
-# REPO_DIR is a copy of the repository whose rewards/grader_weights/pair_reader.safetensors
-# holds the weights to measure (copy them in first; never into the working tree while a job
-# runs there). Prints one `name: value` line per row. About 6 minutes on two cores.
+# Given a weights file, it is measured in a fresh copy of this checkout (its tracked and
+# untracked, not ignored, files), so the working tree is never touched. Given REPO_DIR, a copy
+# of the repository whose rewards/grader_weights/pair_reader.safetensors holds the weights to
+# measure is read as it is. VENV_BIN defaults to this checkout's .venv/bin. Prints one
+# `name: value` line per row. About 5 minutes on two cores for one member, 6 for three.
 set -euo pipefail
-repo=$(cd "$1" && pwd); bin=${2:-/work/main/.venv/bin}
-cd "$repo"; export PYTHONPATH="$repo"
+here=$(cd "$(dirname "$0")/.." && pwd); bin=${2:-$here/.venv/bin}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+if [[ "$1" == *.safetensors ]]; then
+  [[ -f "$1" ]] || { echo "no weights file at $1" >&2; exit 2; }
+  repo="$tmp/repo"; mkdir "$repo"
+  (cd "$here" && git ls-files -co --exclude-standard | tar -T - -c) | tar -x -C "$repo"
+  cp "$1" "$repo/rewards/grader_weights/pair_reader.safetensors"
+else
+  repo=$(cd "$1" && pwd)
+fi
+cd "$repo"; export PYTHONPATH="$repo"
 cal() { "$bin/audit" judge calibrate --judge offline --json "$@"; }
 cal --set benchmarks/policy-text-cases.yaml >"$tmp/policy.json"
 cal --set hard-negatives --half test >"$tmp/hn.json"
