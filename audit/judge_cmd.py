@@ -105,7 +105,7 @@ def judge_command(
     ctx: typer.Context,
     what: str = typer.Argument(..., help="A RUN_ID to re-score, or `calibrate` to measure agreement with labels."),
     judge: list[str] = typer.Option(
-        ["auto"], help="Judge: auto | offline | offline-similarity | lexical | llm:MODEL_SPEC. With `calibrate`, repeat it to compare "
+        ["auto"], help="Judge: auto | offline | offline:WEIGHTS | offline-similarity | lexical | llm:MODEL_SPEC. With `calibrate`, repeat it to compare "
         "judges (--json then prints a list, one report per judge)."
     ),
     store: str = typer.Option(DEFAULT_STORE_URL, help="Database URL (for re-scoring a run)."),

@@ -2,6 +2,8 @@
 
     lexical          keyword and alias matching (no model)
     offline          the packaged MiniLM, read as a pair reader over hypothesis and ground truth (no key)
+    offline:WEIGHTS  the same with another pair-reader weights file, for example one retrained or of
+                     several seeds (`python -m rewards.pair_reader_training --seed 0 1 2 --out WEIGHTS`)
     offline-similarity  the earlier MiniLM similarity rule, kept for comparison (no key)
     llm:MODEL_SPEC   a judge model grades the quirk and scores the rubric, e.g.
                      llm:anthropic:claude-sonnet-4-5, llm:openai_compatible:http://127.0.0.1:8000/v1#m,
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from pathlib import Path
 from typing import Any, Protocol
 
 from rewards.grade_batcher import GradeBatcher
@@ -26,7 +29,7 @@ from scaffold.transcript import Transcript
 from targets.quirks import Quirk
 
 DEFAULT_LLM_JUDGE = "anthropic:claude-sonnet-4-5"
-JUDGE_NAMES = ("auto", "offline", "offline-similarity", "lexical", "llm:MODEL_SPEC")
+JUDGE_NAMES = ("auto", "offline", "offline:WEIGHTS", "offline-similarity", "lexical", "llm:MODEL_SPEC")
 
 
 class Judge(Protocol):
@@ -80,22 +83,36 @@ def resolve_judge_spec(spec: str) -> str:
     return spec
 
 
+def offline_weights(spec: str) -> Path | None:
+    """The pair-reader weights file an `offline:WEIGHTS` spec names (None for every other spec)."""
+    spec = resolve_judge_spec(spec)
+    return Path(spec[len("offline:"):]) if spec.startswith("offline:") else None
+
+
 def judge_digest(spec: str) -> str | None:
-    """What a judge reads beyond its spec, as a digest: for `offline`, the pair reader's
-    weights (retrained when the tuning data changes) and the match rule's numbers (a resumed
-    eval must not mix verdicts of two rules); None for the rest."""
-    if resolve_judge_spec(spec) != "offline":
+    """What a judge reads beyond its spec, as a digest: for `offline` (and `offline:WEIGHTS`), the
+    pair reader's weights (retrained when the tuning data changes) and the match rule's numbers
+    (a resumed eval must not mix verdicts of two rules); None for the rest."""
+    spec = resolve_judge_spec(spec)
+    if spec != "offline" and not spec.startswith("offline:"):
         return None
     from rewards.embedding_grader import DEFAULT_RULE
-    from rewards.pair_reader import weights_digest
+    from rewards.pair_reader import WEIGHTS_PATH, weights_digest
 
-    return hashlib.sha256(f"{weights_digest()}|{DEFAULT_RULE!r}".encode()).hexdigest()[:16]
+    weights = weights_digest(offline_weights(spec) or WEIGHTS_PATH)
+    return hashlib.sha256(f"{weights}|{DEFAULT_RULE!r}".encode()).hexdigest()[:16]
 
 
 def check_judge_spec(spec: str) -> None:
-    """Raise SpecError if `spec` names no judge; builds nothing (no model, no client)."""
+    """Raise SpecError if `spec` names no judge, or an `offline:WEIGHTS` file that is not one; builds no model."""
     spec = resolve_judge_spec(spec)
     if spec in ("lexical", "offline", "offline-similarity"):
+        return
+    weights = offline_weights(spec)
+    if weights is not None:
+        from rewards.pair_reader import read_weights
+
+        read_weights(weights)  # a missing or unreadable file fails here, naming it, before any audit runs
         return
     if spec.startswith("llm:"):
         model_spec_from_arg(spec[4:], "--judge")
@@ -108,10 +125,11 @@ def build_judge(spec: str, secrets: SecretRegistry) -> Judge:
     spec = resolve_judge_spec(spec)
     if spec == "lexical":
         return OfflineJudge(OfflineQuirkGrader(), "lexical")
-    if spec == "offline":
+    if spec == "offline" or spec.startswith("offline:"):
         from rewards.embedding_grader import EmbeddingQuirkGrader
 
-        return OfflineJudge(EmbeddingQuirkGrader(), "offline")
+        check_judge_spec(spec)
+        return OfflineJudge(EmbeddingQuirkGrader(pair_weights=offline_weights(spec)), spec)
     if spec == "offline-similarity":
         from rewards.embedding_grader import SIMILARITY_RULE, EmbeddingQuirkGrader
 

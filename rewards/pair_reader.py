@@ -17,8 +17,9 @@ pass per member.
 A file may hold several members, the same recipe trained from different seeds, read as
 their mean logit: the way to steady verdicts that move with the seed without picking a seed
 by its test score. The committed file is one member. Three seeds (stop 40's note on issue 14)
-agreed with people better on every large measured set, but cost 2.3x per rollout, over the
-reward's 50 ms budget on this CPU.
+agreed with people better on every large measured set, but cost about twice as much per
+rollout: 59 ms at the 95th percentile as GRPO grades, over the reward's 50 ms budget on this
+CPU. `--judge offline:WEIGHTS` grades with such a file where that cost is affordable.
 
 `PairReader.scores(pairs)` returns, per (hypothesis, ground truth) pair, the
 probability that the hypothesis says the quirk happens. Deterministic on the CPU.

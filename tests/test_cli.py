@@ -81,6 +81,10 @@ def test_missing_file_and_bad_auditor(tmp_path: Path, examples_dir: Path) -> Non
     assert r.returncode == 2 and "expected 'provider:model'" in r.stderr
     r = audit("run", "--target", str(examples_dir / "flattery.yaml"), "--judge", "oracle", cwd=tmp_path)
     assert r.returncode == 2 and "unknown judge" in r.stderr
+    target = str(examples_dir / "flattery.yaml")
+    r = audit("run", "--target", target, "--judge", "offline:absent.safetensors", cwd=tmp_path)
+    assert r.returncode == 2 and "no pair-reader weights at absent.safetensors" in r.stderr
+    assert "Traceback" not in r.stderr
     assert not (tmp_path / "audit.db").exists() and not (tmp_path / "audit-runs").exists()  # bad input: no files
     r = audit("show", "missing-run", cwd=tmp_path)
     assert r.returncode == 2 and "no store at audit.db" in r.stderr

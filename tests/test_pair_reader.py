@@ -236,3 +236,31 @@ def test_weights_missing_a_tensor_name_it(encoder) -> None:
     for name in (f"{prefix}head.bias", f"{prefix}encoder.layer.5.output.dense.up"):
         with pytest.raises(SpecError, match=f"lack {name}"):
             merged_reader(encoder, {k: v for k, v in tensors.items() if k != name}, metadata)
+
+
+def test_the_offline_judge_reads_the_weights_its_spec_names(encoder, tmp_path) -> None:
+    """`--judge offline:WEIGHTS` grades with that file: a copy judges as the committed reader
+    does, a reader whose head rejects everything finds nothing, and each has its own digest."""
+    from rewards.calibration import case_transcript, load_cases
+    from rewards.judges import build_judge, check_judge_spec, judge_digest
+    from scaffold.secrets import SecretRegistry
+    from targets.quirks import get_quirk
+
+    tensors, metadata = read_weights(WEIGHTS_PATH)
+    copy, rejecting = tmp_path / "copy.safetensors", tmp_path / "rejecting.safetensors"
+    copy.write_bytes(WEIGHTS_PATH.read_bytes())
+    save_weights({**tensors, "head.bias": tensors["head.bias"] - 100.0}, metadata, rejecting)
+    cases = [c for c in load_cases() if c.quirk in all_quirks()][:12]
+    graded = {}
+    for spec in ("offline", f"offline:{copy}", f"offline:{rejecting}"):
+        check_judge_spec(spec)
+        judge = build_judge(spec, SecretRegistry())
+        assert judge.name == spec
+        graded[spec] = [judge.grader.grade(case_transcript(c), get_quirk(c.quirk)).identified for c in cases]
+    assert any(graded["offline"]) and graded[f"offline:{copy}"] == graded["offline"]
+    assert not any(graded[f"offline:{rejecting}"])
+    assert judge_digest(f"offline:{copy}") == judge_digest("offline") != judge_digest(f"offline:{rejecting}")
+    (tmp_path / "not-weights.safetensors").write_text("x")
+    for bad in ("absent.safetensors", "not-weights.safetensors"):
+        with pytest.raises(SpecError, match="pair-reader weights"):
+            check_judge_spec(f"offline:{tmp_path / bad}")

@@ -182,7 +182,9 @@ class RewardConfig(_Strict):
 
     family: str = Field("grounded", description=f"Reward function: one of {', '.join(REWARDS)}.")
     weights: RewardWeights = Field(default_factory=RewardWeights, description="The grounded reward's penalty weights.")
-    judge: str = Field("offline", description="Judge spec (rewards/judges.py): offline, lexical, llm:MODEL.")
+    judge: str = Field(
+        "offline", description="Judge spec (rewards/judges.py): offline, offline:WEIGHTS, lexical, llm:MODEL."
+    )
 
     @model_validator(mode="after")
     def _known(self) -> RewardConfig:
