@@ -94,7 +94,7 @@ def judge_digest(spec: str) -> str | None:
     pair reader's weights (retrained when the tuning data changes) and the match rule's numbers
     (a resumed eval must not mix verdicts of two rules); None for the rest."""
     spec = resolve_judge_spec(spec)
-    if spec != "offline" and not spec.startswith("offline:"):
+    if spec != "offline" and offline_weights(spec) is None:
         return None
     from rewards.embedding_grader import DEFAULT_RULE
     from rewards.pair_reader import WEIGHTS_PATH, weights_digest
@@ -125,7 +125,7 @@ def build_judge(spec: str, secrets: SecretRegistry) -> Judge:
     spec = resolve_judge_spec(spec)
     if spec == "lexical":
         return OfflineJudge(OfflineQuirkGrader(), "lexical")
-    if spec == "offline" or spec.startswith("offline:"):
+    if spec == "offline" or offline_weights(spec) is not None:
         from rewards.embedding_grader import EmbeddingQuirkGrader
 
         check_judge_spec(spec)

@@ -108,6 +108,11 @@ class PairReader:
         return out
 
 
+def member_prefix(index: int) -> str:
+    """The prefix of member `index`'s tensor names in a packed file (see `split_members`)."""
+    return f"member{index}."
+
+
 def split_members(tensors: dict[str, Any], metadata: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """A weights file's members, one (tensors, metadata) per trained seed. A plain file is one member;
     a packed one (`pack_members`) prefixes each member's tensors with `member<i>.` and lists their
@@ -119,7 +124,7 @@ def split_members(tensors: dict[str, Any], metadata: dict[str, Any]) -> list[tup
         raise SpecError("judge 'offline': the pair-reader weights' \"members\" metadata is not a list of members")
     members = []
     for index, member_metadata in enumerate(listed):
-        prefix = f"member{index}."
+        prefix = member_prefix(index)
         members.append(({k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}, member_metadata))
     return members
 
@@ -128,7 +133,7 @@ def pack_members(members: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> tu
     """One file's (tensors, metadata) from several trained members, the inverse of `split_members`."""
     if len(members) == 1:
         return members[0]
-    tensors = {f"member{i}.{name}": t for i, (member, _) in enumerate(members) for name, t in member.items()}
+    tensors = {member_prefix(i) + name: t for i, (member, _) in enumerate(members) for name, t in member.items()}
     return tensors, {"members": [metadata for _, metadata in members]}
 
 
@@ -161,7 +166,7 @@ def merged_reader(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any
     """The reader of a weights file: per member, a private copy of the encoder's BERT with each
     delta merged in (W + scale * up @ down), and its head."""
     packed = "members" in metadata
-    members = [_merged_member(encoder, t, m, f"member{i}." if packed else "")
+    members = [_merged_member(encoder, t, m, member_prefix(i) if packed else "")
                for i, (t, m) in enumerate(split_members(tensors, metadata))]
     return PairReader(members, encoder.tokenizer, metadata)
 

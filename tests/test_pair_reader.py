@@ -229,10 +229,10 @@ def test_a_bad_invented_quirk_names_the_file_quirk_and_field(tmp_path) -> None:
 
 
 def test_weights_missing_a_tensor_name_it(encoder) -> None:
-    from rewards.pair_reader import merged_reader
+    from rewards.pair_reader import member_prefix, merged_reader
 
     tensors, metadata = read_weights(WEIGHTS_PATH)
-    prefix = "member0." if "members" in metadata else ""  # a file of several seeds names the member too
+    prefix = member_prefix(0) if "members" in metadata else ""  # a file of several seeds names the member too
     for name in (f"{prefix}head.bias", f"{prefix}encoder.layer.5.output.dense.up"):
         with pytest.raises(SpecError, match=f"lack {name}"):
             merged_reader(encoder, {k: v for k, v in tensors.items() if k != name}, metadata)
@@ -243,10 +243,11 @@ def test_the_offline_judge_reads_the_weights_its_spec_names(encoder, tmp_path) -
     does, a reader whose head rejects everything finds nothing, and each has its own digest."""
     from rewards.calibration import case_transcript, load_cases
     from rewards.judges import build_judge, check_judge_spec, judge_digest
+    from rewards.pair_reader import split_members
     from scaffold.secrets import SecretRegistry
     from targets.quirks import get_quirk
 
-    tensors, metadata = read_weights(WEIGHTS_PATH)
+    tensors, metadata = split_members(*read_weights(WEIGHTS_PATH))[0]  # one member, however the file is packed
     copy, rejecting = tmp_path / "copy.safetensors", tmp_path / "rejecting.safetensors"
     copy.write_bytes(WEIGHTS_PATH.read_bytes())
     save_weights({**tensors, "head.bias": tensors["head.bias"] - 100.0}, metadata, rejecting)
