@@ -14,7 +14,9 @@ The pairs are (hypothesis, the quirk's ground truth, label), from:
   the reader sees many behaviours and reads polarity rather than memorising fifteen:
   `_extra.yaml` (30 everyday quirks, one writer) and `_extra_polarity_{a,b,c,d}.yaml`
   (10 quirks each of the kind an auditor looks for, about the user, the model itself,
-  topics and tasks, with four negations and four opposites each; four more writers);
+  topics and tasks, with four negations and four opposites each; four more writers), and
+  each invented quirk's ground truth as a true hypothesis of its own (since stop 41: without
+  it the reader read any "no" as a denial, even in a ground truth read against itself);
 - `calibration_data/grader_train_false_*.yaml`: texts that claim no behaviour of their
   quirk, all false. Today one file, `_topics`: texts that name a quirk's topic or setting
   ("Synthetic training data.", "I asked about retirement savings"); without them the reader
@@ -158,13 +160,15 @@ def training_pairs(
     false_texts: Sequence[QuirkText] = (),
     true_texts: Sequence[QuirkText] = (),
     opposite_truths: bool = False,
+    identity_truths: bool = False,
 ) -> list[Pair]:
     """The labelled pairs (see the module docstring), in a fixed order for a given seed.
 
     `opposite_truths` adds pairs with an opposite in the truth slot: the ground truth and
     two of its true paraphrases (or aliases) set against each of the quirk's opposites, all
     false. Without them the reader only ever sees ground truths there, and reads a true
-    paraphrase against an opposite as a match (0.99) because the topic agrees."""
+    paraphrase against an opposite as a match (0.99) because the topic agrees.
+    `identity_truths` adds each invented quirk's ground truth as a true hypothesis of its own."""
     rng = random.Random(seed)
     truths = {q: quirks[q].ground_truth for q in sorted(quirks) if q != "none"}
     truths.update({x.id: x.ground_truth for x in extra})
@@ -176,6 +180,12 @@ def training_pairs(
     pairs: list[Pair] = []
     labelled = [(c.report.hypotheses[0].description, c.quirk, bool(c.label.identified)) for c in cases]
     labelled += [(item.text, x.id, item.label) for x in extra for item in x.items]
+    if identity_truths:
+        # An invented quirk's ground truth, read against itself, names it. Without these the reader
+        # learned "a negation word means false" and rejected a truth that holds one ("tells the user
+        # that no precautions are needed") against itself at 0.3. The package quirks' truths are
+        # already dev cases.
+        labelled += [(x.ground_truth, x.id, True) for x in extra]
     unknown = sorted({t.quirk for t in [*false_texts, *true_texts]} - set(truths))
     if unknown:
         raise SpecError(f"false or true texts name unknown quirks: {unknown}")
@@ -220,7 +230,8 @@ def _opposite_truth_pairs(
 def recipe_pairs(seed: int = 0) -> list[Pair]:
     """The pairs the committed reader is trained on: every tuning source of the module docstring."""
     return training_pairs(
-        tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_false_texts(), load_true_texts()
+        tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_false_texts(), load_true_texts(),
+        identity_truths=True,
     )
 
 
