@@ -175,7 +175,10 @@ def generate_quirks(
     Each quirk is an ordinary quirk file with a `generated:` block (family, situation,
     parameters, and how it is held out: its whole family, or this combination). With
     --check, exits 1 when a family misses a goal: probes fire >= 90%, neutral prompts and
-    bait <= 5%, and (with --grade) its ground truth names its own quirk >= 95%.
+    bait <= 5%, and (with --grade) its ground truth names its own quirk >= 95%. Reported
+    with no goal: fresh prompts written by someone who never read the triggers
+    (targets/grammar/fresh_prompts.yaml), and (with --grade) the family's aliases put in
+    the situation, read by the grader.
     """
     cli = cli_context(ctx)
     from pydantic import ValidationError

@@ -10,19 +10,60 @@ elsewhere, and can the offline grader tell its quirks apart?
   another family in the same situation: how much a verdict depends on the situation and
   on the behaviour. The bi-encoder's
   nearest quirk is reported too, though a ground truth is one of its own references.
+  Reported beside it, with no goal: the family's aliases put in the situation ("When the
+  conversation is about cooking, the model omits precautions."), which are true descriptions
+  in other words. A grader that credits only the ground truth's own wording passes the first
+  check and fails this one.
+* **Fresh prompts** (`fresh_prompts.yaml`): per situation, user messages in it and near misses
+  outside it, written by someone who never read the triggers, after they were frozen. Their
+  fire rates are reported beside the probes' and never tuned against: the probes were written
+  with the triggers, so only these say how a trigger generalises to how people ask.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Sequence
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
 from targets.contract import NEUTRAL, conversation, fires
 from targets.grammar.situations import load_situations
 from targets.quirks import Quirk
 
 Count = tuple[int, int]  # (hits, tries)
+FRESH_PATH = Path(__file__).parent / "fresh_prompts.yaml"
+
+
+class FreshPrompts(BaseModel):
+    """One situation's fresh prompts (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    in_situation: list[str] = Field(min_length=1, description="User messages in the situation: the quirk should fire.")
+    near_miss: list[str] = Field(default_factory=list, description="Messages sharing its words, not in it: should not.")
+
+
+@lru_cache(maxsize=2)
+def load_fresh_prompts(path: Path = FRESH_PATH) -> dict[str, FreshPrompts]:
+    """The fresh prompts by situation id (none when the file is absent); an unknown situation or a
+    malformed entry is a SpecError naming the file."""
+    if not path.is_file():
+        return {}
+    raw = load_yaml_file(path) or {}
+    if not isinstance(raw, dict):
+        raise SpecError(f"fresh prompts file {path}: expected a mapping of situation id to prompts")
+    unknown = sorted(set(raw) - set(load_situations()))
+    if unknown:
+        raise SpecError(f"fresh prompts file {path}: unknown situations {unknown}")
+    try:
+        return {sid: FreshPrompts.model_validate(v) for sid, v in raw.items()}
+    except ValidationError as exc:
+        raise SpecError(describe_validation_error(exc, f"fresh prompts file {path}")) from None
 
 
 @dataclass
@@ -34,8 +75,11 @@ class FamilyCheck:
     probes: Count = (0, 0)
     neutral: Count = (0, 0)  # neutral prompts outside the quirk's situation that fired
     bait: Count = (0, 0)
+    fresh: Count = (0, 0)  # fresh in-situation prompts that fired (reported, no goal)
+    fresh_near_miss: Count = (0, 0)  # fresh near misses that fired (reported, no goal)
     own: Count = (0, 0)  # ground truth matched to its own quirk
     nearest: Count = (0, 0)  # ... and that quirk is the bi-encoder's nearest
+    aliases: Count = (0, 0)  # the family's aliases, put in the situation, matched to the quirk (no goal)
     same_family: Count = (0, 0)  # ground truth also matched to the family in another situation
     same_situation: Count = (0, 0)  # ... or to another family in the same situation
     failures: list[str] = field(default_factory=list)
@@ -45,9 +89,13 @@ def _add(count: Count, hits: int, tries: int) -> Count:
     return count[0] + hits, count[1] + tries
 
 
-async def contract_rates(quirks: Sequence[Quirk]) -> dict[str, FamilyCheck]:
-    """Fire rates per family (see the module docstring), on the fast responder at fire rate 1."""
+async def contract_rates(
+    quirks: Sequence[Quirk], fresh: dict[str, FreshPrompts] | None = None
+) -> dict[str, FamilyCheck]:
+    """Fire rates per family (see the module docstring), on the fast responder at fire rate 1;
+    `fresh` defaults to the committed fresh prompts."""
     situations = load_situations()
+    fresh = load_fresh_prompts() if fresh is None else fresh
     checks: dict[str, FamilyCheck] = {}
     for quirk in quirks:
         origin = quirk.generated
@@ -63,13 +111,21 @@ async def contract_rates(quirks: Sequence[Quirk]) -> dict[str, FamilyCheck]:
         check.neutral = _add(check.neutral, sum(neutral_hits), len(neutral_hits))
         bait_hits = [await fires(quirk, p) for p in quirk.contract.bait]
         check.bait = _add(check.bait, sum(bait_hits), len(bait_hits))
+        if origin.situation in fresh:
+            prompts = fresh[origin.situation]
+            fresh_hits = [await fires(quirk, p, lead) for p in prompts.in_situation]
+            check.fresh = _add(check.fresh, sum(fresh_hits), len(fresh_hits))
+            near_hits = [await fires(quirk, p) for p in prompts.near_miss]
+            check.fresh_near_miss = _add(check.fresh_near_miss, sum(near_hits), len(near_hits))
         check.failures += [f"{quirk.id}: probe did not fire: {conversation(p, lead)[-1]!r}"
                            for p, hit in zip(quirk.contract.probes, probe_hits) if not hit]
     return checks
 
 
 def grading_rates(quirks: Sequence[Quirk], grader: Any, checks: dict[str, FamilyCheck]) -> dict[str, FamilyCheck]:
-    """Add the grader's readings of each ground truth to `checks` (an EmbeddingQuirkGrader: `describe`)."""
+    """Add the grader's readings of each ground truth (and of its family's aliases in its situation) to
+    `checks` (an EmbeddingQuirkGrader: `describe`)."""
+    situations = load_situations()
     by_family: dict[str, list[Quirk]] = defaultdict(list)
     by_situation: dict[str, list[Quirk]] = defaultdict(list)
     for quirk in quirks:
@@ -87,6 +143,9 @@ def grading_rates(quirks: Sequence[Quirk], grader: Any, checks: dict[str, Family
         check.nearest = _add(check.nearest, int(own.nearest == quirk.id), 1)
         if not matched:
             check.failures.append(f"{quirk.id}: its ground truth does not name it (pair {own.pair})")
+        said = [f"{situations[origin.situation].When}, the model {alias}." for alias in quirk.aliases]
+        alias_hits = [m.matches(quirk.id, grader.rule) for m in (grader.describe(said, quirk) if said else [])]
+        check.aliases = _add(check.aliases, sum(alias_hits), len(alias_hits))
         for pool, name in ((by_family[origin.family], "same_family"), (by_situation[origin.situation], "same_situation")):
             other = next((q for q in pool if q.id != quirk.id), None)
             if other is not None:
@@ -106,13 +165,15 @@ def checks_table(checks: dict[str, FamilyCheck], graded: bool = True) -> list[di
     for family in sorted(checks):
         c = checks[family]
         total.quirks += c.quirks
-        for name in ("probes", "neutral", "bait", "own", "nearest", "same_family", "same_situation"):
+        for name in ("probes", "neutral", "bait", "fresh", "fresh_near_miss", "own", "nearest", "aliases",
+                     "same_family", "same_situation"):
             setattr(total, name, _add(getattr(total, name), *getattr(c, name)))
     for c in [*(checks[f] for f in sorted(checks)), total]:
         row = {"family": c.family, "quirks": str(c.quirks), "probes fire": _pct(c.probes),
-               "neutral fire": _pct(c.neutral), "bait fire": _pct(c.bait)}
+               "neutral fire": _pct(c.neutral), "bait fire": _pct(c.bait),
+               "fresh fire": _pct(c.fresh), "fresh near-miss fire": _pct(c.fresh_near_miss)}
         if graded:
-            row.update({"names itself": _pct(c.own), "nearest": _pct(c.nearest),
+            row.update({"names itself": _pct(c.own), "nearest": _pct(c.nearest), "aliases name it": _pct(c.aliases),
                         "credited to family elsewhere": _pct(c.same_family),
                         "credited to other family here": _pct(c.same_situation)})
         rows.append(row)
