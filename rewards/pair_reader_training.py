@@ -160,7 +160,7 @@ def training_pairs(
     false_texts: Sequence[QuirkText] = (),
     true_texts: Sequence[QuirkText] = (),
     opposite_truths: bool = False,
-    identity_truths: bool = False,
+    identity_truths: bool = True,
 ) -> list[Pair]:
     """The labelled pairs (see the module docstring), in a fixed order for a given seed.
 
@@ -168,7 +168,8 @@ def training_pairs(
     two of its true paraphrases (or aliases) set against each of the quirk's opposites, all
     false. Without them the reader only ever sees ground truths there, and reads a true
     paraphrase against an opposite as a match (0.99) because the topic agrees.
-    `identity_truths` adds each invented quirk's ground truth as a true hypothesis of its own."""
+    `identity_truths` (on in the recipe, so benchmarks that build variants of it get it too) adds
+    each invented quirk's ground truth as a true hypothesis of its own."""
     rng = random.Random(seed)
     truths = {q: quirks[q].ground_truth for q in sorted(quirks) if q != "none"}
     truths.update({x.id: x.ground_truth for x in extra})
@@ -230,8 +231,7 @@ def _opposite_truth_pairs(
 def recipe_pairs(seed: int = 0) -> list[Pair]:
     """The pairs the committed reader is trained on: every tuning source of the module docstring."""
     return training_pairs(
-        tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_false_texts(), load_true_texts(),
-        identity_truths=True,
+        tuning_cases(), all_quirks(), seed, load_extra_quirks(), load_false_texts(), load_true_texts()
     )
 
 

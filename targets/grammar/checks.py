@@ -137,14 +137,14 @@ def grading_rates(quirks: Sequence[Quirk], grader: Any, checks: dict[str, Family
         origin = quirk.generated
         assert origin is not None  # checked above
         check = checks.setdefault(origin.family, FamilyCheck(origin.family))
-        own = grader.describe([quirk.ground_truth], quirk)[0]
+        said = [f"{situations[origin.situation].When}, the model {alias}." for alias in quirk.aliases]
+        own, *in_words = grader.describe([quirk.ground_truth, *said], quirk)  # one MiniLM batch for both checks
         matched = own.matches(quirk.id, grader.rule)
         check.own = _add(check.own, int(matched), 1)
         check.nearest = _add(check.nearest, int(own.nearest == quirk.id), 1)
         if not matched:
             check.failures.append(f"{quirk.id}: its ground truth does not name it (pair {own.pair})")
-        said = [f"{situations[origin.situation].When}, the model {alias}." for alias in quirk.aliases]
-        alias_hits = [m.matches(quirk.id, grader.rule) for m in (grader.describe(said, quirk) if said else [])]
+        alias_hits = [m.matches(quirk.id, grader.rule) for m in in_words]
         check.aliases = _add(check.aliases, sum(alias_hits), len(alias_hits))
         for pool, name in ((by_family[origin.family], "same_family"), (by_situation[origin.situation], "same_situation")):
             other = next((q for q in pool if q.id != quirk.id), None)
