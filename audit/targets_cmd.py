@@ -168,6 +168,9 @@ def generate_quirks(
                                "and print fire rates per family."),
     grade: bool = typer.Option(False, "--grade", help="With --check: also read each ground truth with the offline "
                                "grader (minutes: MiniLM over every quirk)."),
+    fresh: Optional[Path] = typer.Option(
+        None, "--fresh", help="With --check: the fresh prompts to report (default: targets/grammar/"
+        "fresh_prompts.yaml; the held-back test set is benchmarks/situation-fresh-prompts-heldback.yaml)."),
     as_json: bool = typer.Option(False, "--json", help="Print the check table as JSON."),
 ) -> None:
     """Generate quirks from the grammar (behaviour family x situation x parameters; targets/grammar/).
@@ -202,10 +205,16 @@ def generate_quirks(
     if not check:
         return
     from targets.grammar.checks import checks_table, contract_rates, grading_rates, misses
+    from targets.grammar.situations import load_situation_prompts
     from targets.quirks import load_quirk_file
 
     generated = [load_quirk_file(p) for p in written]
-    checks = asyncio.run(contract_rates(generated))
+    try:
+        if fresh is not None and not fresh.is_file():
+            raise SpecError(f"--fresh {fresh}: no such file")
+        checks = asyncio.run(contract_rates(generated, load_situation_prompts(fresh) if fresh else None))
+    except SpecError as exc:
+        cli.fail(str(exc))
     if grade:
         cli.use_quirks([out])  # the grader compares each ground truth with every loaded quirk
         from rewards.embedding_grader import EmbeddingQuirkGrader

@@ -26,7 +26,6 @@ from rewards.calibration import CalibrationCase, scores
 from rewards.embedding_grader import DEFAULT_RULE, SIMILARITY_RULE, DescriptionMatch, EmbeddingQuirkGrader
 from rewards.grader_calibration import coarse_then_fine, describe_cases, dev_cases, evaluate
 from rewards.hard_negatives import load_items, to_case
-from rewards.minilm import load_encoder
 from rewards.pair_reader import merged_reader
 from rewards.pair_reader_training import (
     TRAIN_PATH,
@@ -37,6 +36,7 @@ from rewards.pair_reader_training import (
     train_pair_reader,
     training_pairs,
 )
+from scaffold.minilm import load_encoder
 from targets.quirks import all_quirks
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)

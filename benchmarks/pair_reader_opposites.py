@@ -58,7 +58,6 @@ from collections import defaultdict
 from pathlib import Path
 
 from rewards.embedding_grader import DEFAULT_RULE
-from rewards.minilm import load_encoder
 from rewards.pair_reader import PairReader, merged_reader
 from rewards.pair_reader_training import (
     DATA_DIR,
@@ -70,6 +69,7 @@ from rewards.pair_reader_training import (
     training_pairs,
     tuning_cases,
 )
+from scaffold.minilm import load_encoder
 from targets.quirks import all_quirks
 
 HELD_OUT = ("grader_train_extra_polarity_c.yaml", "grader_train_extra_polarity_d.yaml")

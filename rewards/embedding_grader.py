@@ -67,17 +67,18 @@ from pathlib import Path
 from typing import Any, Literal, Sequence
 
 from rewards.hypothesis_text import denying_clauses, has_content, negation_cues, normalise, segments, sentences
-from rewards.minilm import load_encoder, vocabulary
 from rewards.pair_reader import load_pair_reader
 from rewards.quirk_grader import judge_result, lexical_match, top_hypotheses
 from rewards.types import JudgeResult
 from scaffold.events import Hypothesis
+from scaffold.minilm import ENCODER_LOCK, encode_texts, load_encoder, vocabulary
 from scaffold.transcript import Transcript
 from targets.quirks import Quirk, all_quirks
 
 _CLAUSE_SPLIT = re.compile(r"[:;()]|\s+-\s+")
 _LOCK = threading.Lock()
-_MODEL_LOCK = threading.RLock()  # MiniLM and the pair reader share a tokenizer: one grading call at a time
+# MiniLM and the pair reader share a tokenizer, and the situation reader the encoder: one call at a time.
+_MODEL_LOCK = ENCODER_LOCK
 _STACKS: dict[tuple[Any, ...], "_ReferenceStack"] = {}
 
 
@@ -276,10 +277,7 @@ class EmbeddingQuirkGrader:
         # sentence-transformers sorts texts by length before batching; batches of 16 keep a
         # group's one 80-token report from padding forty 12-token clauses to its length
         # (a group of 8 rollouts of benchmarks/reward_speed.py's cases: 89 ms at 64, 64 ms at 16).
-        model = load_encoder(self.model_path)
-        return model.encode(
-            list(texts), batch_size=16, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-        )
+        return encode_texts(texts, self.model_path, batch_size=16)
 
     def _stack(self, quirk: Quirk) -> _ReferenceStack:
         """The reference stack of every known quirk (the seeded one as given), built once per set."""

@@ -6,7 +6,7 @@ records negation or direction: "refrains from praising the user's work" sits nea
 the hypothesis attends to the ground truth's, and "refrains from", "always corrects"
 or "from the very first message" can change the verdict.
 
-The reader is the packaged all-MiniLM-L6-v2 (`rewards.minilm`, nothing from a hub) with
+The reader is the packaged all-MiniLM-L6-v2 (`scaffold.minilm`, nothing from a hub) with
 a low-rank delta on each of its linear layers and a one-logit head over the mean-pooled
 tokens. Only the deltas and the head are trained (`rewards.pair_reader_training`) and
 committed, in `grader_weights/pair_reader.safetensors` (about 1.3 MB per member), with the
@@ -27,7 +27,6 @@ probability that the hypothesis says the quirk happens. Deterministic on the CPU
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import threading
@@ -35,16 +34,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rewards.hypothesis_text import normalise
-from rewards.minilm import load_encoder
+from scaffold.minilm import load_encoder
+from scaffold.minilm_deltas import merge_deltas, missing_deltas
 from scaffold.specs import SpecError
 
 WEIGHTS_PATH = Path(__file__).parent / "grader_weights" / "pair_reader.safetensors"
 MAX_PAIR_TOKENS = 256  # MiniLM's own limit; a longer pair is cut from the hypothesis side first
-# The linear layers of each BERT block that carry a trained delta.
-ADAPTED = (
-    "attention.self.query", "attention.self.key", "attention.self.value",
-    "attention.output.dense", "intermediate.dense", "output.dense",
-)
 _LOCK = threading.Lock()
 _READERS: dict[tuple[str, str], "PairReader"] = {}
 
@@ -53,23 +48,6 @@ def _torch() -> Any:
     import torch
 
     return torch
-
-
-def adapted_linears(bert: Any) -> dict[str, Any]:
-    """Every adapted linear layer of a BERT encoder, by its dotted name ("encoder.layer.0.attention.self.query")."""
-    out = {}
-    for index, layer in enumerate(bert.encoder.layer):
-        for name in ADAPTED:
-            module = layer
-            for part in name.split("."):
-                module = getattr(module, part)
-            out[f"encoder.layer.{index}.{name}"] = module
-    return out
-
-
-def delta_names(layer: str) -> tuple[str, str]:
-    """Names of one adapted layer's tensors in the weights file: `<layer>.down` (r x in) and `<layer>.up` (out x r)."""
-    return f"{layer}.down", f"{layer}.up"
 
 
 def pair_logits(bert: Any, head: Any, encoded: dict[str, Any]) -> Any:
@@ -173,17 +151,10 @@ def merged_reader(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any
 
 def _merged_member(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any], prefix: str) -> tuple[Any, Any]:
     torch = _torch()
-    bert = copy.deepcopy(encoder[0].auto_model).eval()
-    scale = float(metadata.get("scale", 1.0))
-    linears = adapted_linears(bert)
-    needed = [n for layer in linears for n in delta_names(layer)] + ["head.weight", "head.bias"]
-    missing = [n for n in needed if n not in tensors]
+    missing = missing_deltas(encoder[0].auto_model, tensors) + [n for n in ("head.weight", "head.bias") if n not in tensors]
     if missing:
         raise SpecError(f"judge 'offline': the pair-reader weights lack {prefix}{missing[0]}")
-    with torch.no_grad():
-        for layer, linear in linears.items():
-            down, up = (tensors[n] for n in delta_names(layer))
-            linear.weight += scale * (up @ down)
+    bert = merge_deltas(encoder, tensors, float(metadata.get("scale", 1.0)))
     head = torch.nn.Linear(bert.config.hidden_size, 1)
     with torch.no_grad():
         head.weight.copy_(tensors["head.weight"])

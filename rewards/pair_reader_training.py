@@ -58,14 +58,13 @@ from rewards.calibration import CalibrationCase
 from rewards.hard_negatives import load_items, to_case, validated_items
 from rewards.pair_reader import (
     WEIGHTS_PATH,
-    adapted_linears,
-    delta_names,
     encode_pairs,
     pack_members,
     pair_logits,
     read_weights,
     split_members,
 )
+from scaffold.minilm_deltas import add_deltas, delta_tensors
 from scaffold.specs import SpecError
 from targets.quirks import Quirk, all_quirks
 
@@ -240,32 +239,6 @@ def pairs_digest(pairs: Sequence[Pair]) -> str:
     return hashlib.sha256(json.dumps([list(p) for p in pairs], ensure_ascii=False).encode()).hexdigest()
 
 
-def _with_delta(linear: Any, rank: int, scale: float, generator: Any) -> Any:
-    """A frozen linear layer plus a trainable low-rank delta (up @ down, scaled); training only."""
-    import torch
-
-    class Adapted(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.linear = linear
-            bound = 1 / math.sqrt(linear.in_features)
-            self.down = torch.nn.Parameter(torch.randn(rank, linear.in_features, generator=generator) * bound)
-            self.up = torch.nn.Parameter(torch.zeros(linear.out_features, rank))
-
-        def forward(self, x: Any) -> Any:
-            return self.linear(x) + (x @ self.down.T @ self.up.T) * scale
-
-    return Adapted()
-
-
-def _replace(bert: Any, dotted: str, module: Any) -> None:
-    parent_name, _, leaf = dotted.rpartition(".")
-    parent = bert
-    for part in parent_name.split("."):
-        parent = parent[int(part)] if part.isdigit() else getattr(parent, part)
-    setattr(parent, leaf, module)
-
-
 def train_pair_reader(
     pairs: list[Pair],
     encoder: Any,
@@ -279,21 +252,13 @@ def train_pair_reader(
     progress: Callable[[str], None] = print,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Train deltas and a head over a copy of `encoder`; (tensors, metadata) to save."""
-    import copy
-
     import torch
 
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     rng = random.Random(seed)
-    bert = copy.deepcopy(encoder[0].auto_model)
-    for parameter in bert.parameters():
-        parameter.requires_grad = False
     scale = alpha / rank
-    adapted = {}
-    for name, linear in adapted_linears(bert).items():
-        adapted[name] = _with_delta(linear, rank, scale, generator)
-        _replace(bert, name, adapted[name])
+    bert, adapted = add_deltas(encoder, rank, scale, generator)
     head = torch.nn.Linear(bert.config.hidden_size, 1)
     trainable = [p for m in adapted.values() for p in (m.down, m.up)] + list(head.parameters())
     optimiser = torch.optim.AdamW(trainable, lr=lr, weight_decay=0.01)
@@ -316,10 +281,7 @@ def train_pair_reader(
             schedule.step()
             total += loss.item() * len(batch)
         progress(f"epoch {epoch + 1}/{epochs}: loss {total / len(order):.4f} ({time.perf_counter() - started:.0f} s)")
-    tensors: dict[str, Any] = {}
-    for name, module in adapted.items():
-        down, up = delta_names(name)
-        tensors[down], tensors[up] = module.down.detach().contiguous(), module.up.detach().contiguous()
+    tensors = delta_tensors(adapted)
     tensors["head.weight"], tensors["head.bias"] = head.weight.detach().contiguous(), head.bias.detach().contiguous()
     metadata = {
         "scale": scale, "rank": rank, "alpha": alpha, "epochs": epochs, "lr": lr, "batch_size": batch_size,
@@ -376,7 +338,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.pack:
         members = [member for path in args.pack for member in split_members(*read_weights(path))]
     else:
-        from rewards.minilm import load_encoder
+        from scaffold.minilm import load_encoder
 
         encoder, members = load_encoder(), []
         for seed in args.seed:

@@ -29,7 +29,9 @@ from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
+from targets.grammar.situation_reader import situation_reader_digest
 from targets.simulated import (
+    PatternTrigger,
     RewriteSpec,
     TriggerSpec,
     load_quirk_module,
@@ -156,9 +158,13 @@ class Quirk(BaseModel):
     def digest(self) -> str:
         """What audits and grading of this quirk depend on: every field but the contract, and its module."""
         # Defaults left out: a new optional field changes no existing quirk's digest. The library
-        # triggers and rewrites a quirk names by name are code of this version, not covered here.
+        # triggers and rewrites a quirk names by name are code of this version, not covered here;
+        # the situation reader's weights are trained data, and a retrained reader changes when the
+        # quirk fires, so a quirk that reads a situation covers them.
         body = json.dumps(self.model_dump(mode="json", exclude={"contract"}, exclude_defaults=True), sort_keys=True)
-        return hashlib.sha256(body.encode() + b"\0" + self._module_source).hexdigest()[:16]
+        reads = any(isinstance(t, PatternTrigger) and t.situation for t in self.simulated.trigger)
+        reader = situation_reader_digest().encode() if reads else b""
+        return hashlib.sha256(body.encode() + b"\0" + self._module_source + reader).hexdigest()[:16]
 
 
 def _module_of(quirk: Quirk):  # noqa: ANN202

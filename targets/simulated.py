@@ -12,6 +12,7 @@ quirk's own module (`<quirk>.py` beside its YAML), or a pattern:
         turn: last                                 # read the latest user turn, or `any` visible one
         min_user_turns: 1                          # conversation state: fire from this user turn on
         earlier: ["i work (?:at|for) acme"]        # an earlier user turn must match one of these
+        situation: cooking                         # the situation reader must read the turn as in it
 
 A rewrite is the name of a library rewrite, of a function in the quirk's module, or a
 template; `{base}` is the base reply, `{topic}` a few content words of the user's turn,
@@ -25,6 +26,10 @@ the user's text, so a replayed audit gets the same reply:
 
 Patterns are matched case-insensitively, with word boundaries around each one, on the
 user's text with quoted spans removed (so "translate 'I feel sad'" states no feeling).
+`situation` names a situation of the quirk grammar (targets/grammar/situations/); the
+situation reader (targets/grammar/situation_reader.py) reads the whole turn, also with
+quoted spans removed, by meaning rather than by keyword. With `turn: any`, a turn read as
+in the situation keeps the trigger firing on every later turn (a stated identity).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Callable, Literal, Sequence, Union
+from typing import Annotated, Any, Callable, Literal, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
@@ -44,6 +49,8 @@ from scaffold.specs import UNION_TAGS
 from targets.registry import Rewrite, Trigger, rewrites, triggers
 from targets.text import last_user_text, pick, sentences, unquoted, user_texts, user_turns
 from targets.topics import topic_of
+
+_SITUATIONS_DIR = Path(__file__).parent / "grammar" / "situations"  # the quirk grammar's situations, one file each
 
 
 def _wrapped(pattern: str) -> str:
@@ -79,15 +86,30 @@ class PatternTrigger(BaseModel):
         "For the same turn, put the pattern in 'intent' of a second trigger.",
     )
 
+    situation: str | None = Field(
+        None, description="A situation of the quirk grammar; the situation reader must read the turn as in it."
+    )
+
     @field_validator("intent", "topic", "exclude", "earlier")
     @classmethod
     def _valid_regexes(cls, value: list[str]) -> list[str]:
         return _compiles(value)
 
+    @field_validator("situation")
+    @classmethod
+    def _known_situation(cls, value: str | None) -> str | None:
+        # The files' names, not load_situations(): situation files hold pattern triggers themselves.
+        known = sorted(p.stem for p in _SITUATIONS_DIR.glob("*.yaml"))
+        if value is not None and value not in known:
+            raise ValueError(f"unknown situation {value!r}; known: {', '.join(sorted(known))}")
+        return value
+
     @model_validator(mode="after")
     def _tests_something(self) -> PatternTrigger:
-        if not (self.intent or self.topic or self.earlier or self.min_user_turns > 1):
-            raise ValueError("a pattern trigger needs 'intent', 'topic', 'earlier' or 'min_user_turns' above 1")
+        if not (self.intent or self.topic or self.earlier or self.situation or self.min_user_turns > 1):
+            raise ValueError(
+                "a pattern trigger needs 'intent', 'topic', 'earlier', 'situation' or 'min_user_turns' above 1"
+            )
         return self
 
 
@@ -154,6 +176,16 @@ def pattern_trigger(spec: PatternTrigger) -> Trigger:
             and (exclude is None or not exclude.search(text))
         )
 
+    # Loaded when the trigger is built, so a missing model fails before the audit, not inside it.
+    reader = _situation_reader() if spec.situation is not None else None
+
+    def turn_fires(text: str) -> bool:
+        if reader is not None and not reader.holds(spec.situation, text):
+            return False
+        if intent is None and topic is None:
+            return exclude is None or not exclude.search(text)
+        return any(passes(span) for span in (sentences(text) if spec.same_sentence else [text]))
+
     def fires(messages: Sequence[Message]) -> bool:
         if user_turns(messages) < spec.min_user_turns:
             return False
@@ -162,13 +194,19 @@ def pattern_trigger(spec: PatternTrigger) -> Trigger:
         if earlier is not None and not any(earlier.search(t) for t in raw[:-1]):
             return False
         texts = [unquoted(t) for t in raw]
-        if intent is None and topic is None:
+        if intent is None and topic is None and spec.situation is None:
             return True
         read = texts if spec.turn == "any" else texts[-1:]
-        spans = [s for t in read for s in sentences(t)] if spec.same_sentence else read
-        return any(passes(span) for span in spans)
+        return any(turn_fires(text) for text in read)
 
     return fires
+
+
+def _situation_reader() -> Any:
+    # Imported when a trigger first reads a situation: hand-written quirks need no MiniLM.
+    from targets.grammar.situation_reader import load_situation_reader
+
+    return load_situation_reader()
 
 
 def _fill(template: str, base: str, messages: Sequence[Message]) -> str:

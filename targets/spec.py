@@ -26,7 +26,6 @@ from scaffold.specs import ModelSpec, SpecError, describe_validation_error, load
 from targets.implants import IMPLANTS
 from targets.quirks import get_quirk
 
-
 DIFFICULTY_FIRE_RATE = {"easy": 1.0, "medium": 0.6, "hard": 0.3}
 
 

@@ -64,7 +64,7 @@ def offline_grader_or_skip():  # type: ignore[no-untyped-def]
     """The offline MiniLM grader; the test skips (saying why) where its package is missing."""
     pytest.importorskip("sentence_transformers", reason="the offline judge needs sentence-transformers")
     from rewards.embedding_grader import EmbeddingQuirkGrader
-    from rewards.minilm import packaged_model_path
+    from scaffold.minilm import packaged_model_path
     from scaffold.specs import SpecError
 
     try:

@@ -22,9 +22,9 @@ from targets.quirks import all_quirks, get_quirk
 
 pytest.importorskip("sentence_transformers", reason="the offline judge needs sentence-transformers")
 
-from rewards import minilm  # noqa: E402
 from rewards.embedding_grader import EmbeddingQuirkGrader  # noqa: E402
-from rewards.minilm import load_encoder, packaged_model_path  # noqa: E402
+from scaffold import minilm  # noqa: E402
+from scaffold.minilm import load_encoder, packaged_model_path  # noqa: E402
 
 try:
     packaged_model_path()

@@ -129,7 +129,7 @@ def test_the_lexical_judge_grades_inline() -> None:
 def embedding_grader():  # type: ignore[no-untyped-def]
     pytest.importorskip("sentence_transformers", reason="the offline judge needs sentence-transformers")
     from rewards.embedding_grader import EmbeddingQuirkGrader
-    from rewards.minilm import packaged_model_path
+    from scaffold.minilm import packaged_model_path
 
     try:
         packaged_model_path()

