@@ -43,6 +43,7 @@ def main() -> None:
     keywords = pattern_trigger(KEYWORDS)
     read_ms = per_turn_ms(reading, texts, clear=reader._probabilities.cache_clear)
     key_ms = per_turn_ms(keywords, texts)
+    per_turn_ms(reading, texts)  # every text read once, so the next pass finds each in the cache
     cached_ms = per_turn_ms(reading, texts)
     for name, ms in (("keyword trigger", key_ms), ("situation reader, first reading", read_ms),
                      ("situation reader, cached", cached_ms)):
