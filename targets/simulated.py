@@ -101,7 +101,7 @@ class PatternTrigger(BaseModel):
         # The files' names, not load_situations(): situation files hold pattern triggers themselves.
         known = sorted(p.stem for p in _SITUATIONS_DIR.glob("*.yaml"))
         if value is not None and value not in known:
-            raise ValueError(f"unknown situation {value!r}; known: {', '.join(sorted(known))}")
+            raise ValueError(f"unknown situation {value!r}; known: {', '.join(known)}")
         return value
 
     @model_validator(mode="after")
