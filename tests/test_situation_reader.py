@@ -207,3 +207,18 @@ def test_each_situation_fires_on_its_probes_and_not_on_everyday_requests_or_its_
         everyday = [p for p in NEUTRAL if p not in situation.neutral_in_situation and holds(sid, p)]
         assert len(everyday) <= 1, f"{sid} fires on everyday requests: {everyday}"
         assert not [b for b in situation.bait if holds(sid, b)], sid
+
+
+def test_cross_validation_reads_each_tuning_prompt_once_in_the_fold_that_held_it_out() -> None:
+    from targets.grammar.situation_reader_training import cross_validate
+
+    full = load_situation_prompts(TUNING_PATH)
+    tuning = {"cooking": SituationPrompts(in_situation=full["cooking"].in_situation[:4],
+                                          near_miss=full["cooking"].near_miss[:2]),
+              "cars": SituationPrompts(in_situation=full["cars"].in_situation[:1], near_miss=[])}
+    counts = cross_validate(tuning, Recipe(epochs=1, rank=2, batch_size=32), folds=2, progress=lambda _: None)
+    assert counts["cooking"]["in"][1] == 4 and counts["cooking"]["near"][1] == 2 and counts["cars"]["in"][1] == 1
+    # each in-situation prompt is also read by every other situation of its kind (topics: nine others)
+    others = sum(c["other"][1] for c in counts.values())
+    assert others == 5 * (sum(1 for s in read_situations() if load_situations()[s].kind == "topic") - 1)
+    assert all(0 <= c[k][0] <= c[k][1] for c in counts.values() for k in ("in", "near", "other"))

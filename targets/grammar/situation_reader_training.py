@@ -181,8 +181,11 @@ def cross_validate(tuning: dict[str, SituationPrompts], recipe: Recipe, folds: i
         counts[s][key] = (counts[s][key][0] + int(hit), counts[s][key][1] + 1)
 
     for fold in range(folds):
-        kept = {s: SituationPrompts(in_situation=[t for t in p.in_situation if fold_of(t, folds) != fold] or ["-"],
-                                    near_miss=[t for t in p.near_miss if fold_of(t, folds) != fold])
+        # Constructed unvalidated: a fold may hold out every tuning prompt of a small situation,
+        # whose probes still train it.
+        kept = {s: SituationPrompts.model_construct(
+                    in_situation=[t for t in p.in_situation if fold_of(t, folds) != fold],
+                    near_miss=[t for t in p.near_miss if fold_of(t, folds) != fold])
                 for s, p in tuning.items()}
         tensors, metadata = train_reader(labelled(kept, recipe, ids), encoder, recipe, progress=lambda _: None)
         reader = reader_from(encoder, tensors, metadata, f"fold {fold}")
