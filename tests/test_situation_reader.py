@@ -222,3 +222,14 @@ def test_cross_validation_reads_each_tuning_prompt_once_in_the_fold_that_held_it
     others = sum(c["other"][1] for c in counts.values())
     assert others == 5 * (sum(1 for s in read_situations() if load_situations()[s].kind == "topic") - 1)
     assert all(0 <= c[k][0] <= c[k][1] for c in counts.values() for k in ("in", "near", "other"))
+
+
+def test_a_changed_recipe_default_makes_the_committed_reader_stale(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from targets.grammar import situation_reader_training as training
+
+    class Sharper(Recipe):
+        epochs: int = 7
+
+    monkeypatch.setattr(training, "Recipe", Sharper)
+    ok, _, today = committed_matches_data()
+    assert not ok and today.endswith("(recipe changed)")

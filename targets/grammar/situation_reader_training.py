@@ -202,12 +202,15 @@ def cross_validate(tuning: dict[str, SituationPrompts], recipe: Recipe, folds: i
 
 
 def committed_matches_data(path: Path = WEIGHTS_PATH) -> tuple[bool, str, str]:
-    """(matches, committed digest, today's digest): was the reader at `path` trained on today's data and recipe?"""
+    """(matches, committed digest, today's digest): was the reader at `path` trained on today's data with
+    today's recipe (its seed aside)? A changed default in `Recipe` makes it stale, as changed data does."""
     _, metadata = read_weights(path)
-    recipe = Recipe.model_validate(metadata.get("recipe", {}))
+    committed_recipe = dict(metadata.get("recipe", {}))
+    recipe = Recipe(seed=int(committed_recipe.get("seed", 0)))
     today = data_digest(labelled(load_situation_prompts(TUNING_PATH), recipe))
     committed = str(metadata.get("data_digest", ""))
-    return committed == today, committed[:12], today[:12]
+    same = committed == today and committed_recipe == recipe.model_dump()
+    return same, committed[:12], today[:12] + ("" if committed_recipe == recipe.model_dump() else " (recipe changed)")
 
 
 def _pct(count: tuple[int, int]) -> str:
