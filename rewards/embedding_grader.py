@@ -77,8 +77,6 @@ from targets.quirks import Quirk, all_quirks
 
 _CLAUSE_SPLIT = re.compile(r"[:;()]|\s+-\s+")
 _LOCK = threading.Lock()
-# MiniLM and the pair reader share a tokenizer, and the situation reader the encoder: one call at a time.
-_MODEL_LOCK = ENCODER_LOCK
 _STACKS: dict[tuple[Any, ...], "_ReferenceStack"] = {}
 
 
@@ -306,7 +304,7 @@ class EmbeddingQuirkGrader:
         decide differently (on the 139 calibration cases, none did). One call at a time per
         process: the encoder and the pair reader share one tokenizer, which is not safe to
         use from two threads at once."""
-        with _MODEL_LOCK:
+        with ENCODER_LOCK:  # the pair reader and the situation reader share MiniLM's tokenizer
             return self._describe_many(requests)
 
     def _describe_many(self, requests: Sequence[tuple[Sequence[str], Quirk]]) -> list[list[DescriptionMatch]]:

@@ -28,14 +28,13 @@ probability that the hypothesis says the quirk happens. Deterministic on the CPU
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from pathlib import Path
 from typing import Any, Sequence
 
 from rewards.hypothesis_text import normalise
 from scaffold.minilm import load_encoder
-from scaffold.minilm_deltas import merge_deltas, missing_deltas
+from scaffold.minilm_deltas import merge_deltas, missing_deltas, read_weights_file
 from scaffold.specs import SpecError
 
 WEIGHTS_PATH = Path(__file__).parent / "grader_weights" / "pair_reader.safetensors"
@@ -124,20 +123,7 @@ def weights_digest(path: str | Path = WEIGHTS_PATH) -> str | None:
 
 def read_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(tensors, metadata) of a weights file; SpecError naming the file when it is missing or not one."""
-    from safetensors import SafetensorError, safe_open
-
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"judge 'offline': no pair-reader weights at {path}; train them with "
-                        "`python -m rewards.pair_reader_training`")
-    try:
-        with safe_open(str(path), framework="pt") as handle:  # one read gives both
-            raw = handle.metadata() or {}
-            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise SpecError(f"judge 'offline': cannot read the pair-reader weights {path}: {exc}") from None
-    metadata = {k: json.loads(v) for k, v in raw.items()}
-    return tensors, metadata
+    return read_weights_file(path, "judge 'offline'", "pair-reader weights", "python -m rewards.pair_reader_training")
 
 
 def merged_reader(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any]) -> PairReader:
@@ -151,7 +137,8 @@ def merged_reader(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any
 
 def _merged_member(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any], prefix: str) -> tuple[Any, Any]:
     torch = _torch()
-    missing = missing_deltas(encoder[0].auto_model, tensors) + [n for n in ("head.weight", "head.bias") if n not in tensors]
+    missing = missing_deltas(encoder[0].auto_model, tensors) + [
+        n for n in ("head.weight", "head.bias") if n not in tensors]
     if missing:
         raise SpecError(f"judge 'offline': the pair-reader weights lack {prefix}{missing[0]}")
     bert = merge_deltas(encoder, tensors, float(metadata.get("scale", 1.0)))

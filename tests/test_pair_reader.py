@@ -16,12 +16,11 @@ from rewards.pair_reader_training import (
     load_true_texts,
     main,
     recipe_pairs,
-    save_weights,
     train_pair_reader,
     training_pairs,
     tuning_cases,
 )
-from scaffold.minilm_deltas import deltas_beside
+from scaffold.minilm_deltas import deltas_beside, save_weights_file
 from scaffold.specs import SpecError
 from targets.quirks import all_quirks
 from tests.conftest import ROOT, offline_grader_or_skip
@@ -134,7 +133,7 @@ def test_training_saving_and_merging_give_the_trained_model(encoder, tmp_path) -
     assert all(torch.equal(tensors[k], again[k]) for k in tensors)  # deterministic for a seed
     assert any(float(t.abs().sum()) > 0 for k, t in tensors.items() if k.endswith(".up"))  # the deltas moved
     path = tmp_path / "reader.safetensors"
-    save_weights(tensors, metadata, path)
+    save_weights_file(tensors, metadata, path)
     loaded, read_back = read_weights(path)
     assert read_back["rank"] == 2 and read_back["pairs"] == 3
     reader = load_pair_reader(path)
@@ -162,7 +161,7 @@ def test_a_file_of_several_seeds_reads_as_their_mean_logit(encoder, tmp_path) ->
         members.append(train_pair_reader(pairs, encoder, epochs=1, rank=2, batch_size=2, seed=seed,
                                          progress=lambda _: None))
         paths.append(tmp_path / f"seed{seed}.safetensors")
-        save_weights(*members[-1], paths[-1])
+        save_weights_file(*members[-1], paths[-1])
     assert main(["--pack", *map(str, paths), "--out", str(tmp_path / "both.safetensors")]) == 0
     tensors, metadata = read_weights(tmp_path / "both.safetensors")
     assert [m["seed"] for _, m in split_members(tensors, metadata)] == [0, 1]
@@ -281,7 +280,7 @@ def test_the_offline_judge_reads_the_weights_its_spec_names(encoder, tmp_path) -
     tensors, metadata = split_members(*read_weights(WEIGHTS_PATH))[0]  # one member, however the file is packed
     copy, rejecting = tmp_path / "copy.safetensors", tmp_path / "rejecting.safetensors"
     copy.write_bytes(WEIGHTS_PATH.read_bytes())
-    save_weights({**tensors, "head.bias": tensors["head.bias"] - 100.0}, metadata, rejecting)
+    save_weights_file({**tensors, "head.bias": tensors["head.bias"] - 100.0}, metadata, rejecting)
     cases = [c for c in load_cases() if c.quirk in all_quirks()][:12]
     graded = {}
     for spec in ("offline", f"offline:{copy}", f"offline:{rejecting}"):

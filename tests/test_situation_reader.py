@@ -17,7 +17,7 @@ from pydantic import ValidationError  # noqa: E402
 
 from scaffold.messages import Message  # noqa: E402
 from scaffold.minilm import load_encoder  # noqa: E402
-from scaffold.minilm_deltas import deltas_beside  # noqa: E402
+from scaffold.minilm_deltas import deltas_beside, save_weights_file  # noqa: E402
 from scaffold.specs import SpecError  # noqa: E402
 from targets.contract import NEUTRAL  # noqa: E402
 from targets.grammar.situation_reader import (  # noqa: E402
@@ -25,7 +25,6 @@ from targets.grammar.situation_reader import (  # noqa: E402
     load_situation_reader,
     read_weights,
     reader_from,
-    save_weights,
     situation_logits,
 )
 from targets.grammar.situation_reader_training import (  # noqa: E402
@@ -104,7 +103,7 @@ def test_training_and_the_merged_reader_agree(tmp_path) -> None:  # type: ignore
     tensors, metadata = train_reader(data, encoder, recipe, progress=lambda _: None)
     assert any(float(t.abs().sum()) > 0 for k, t in tensors.items() if k.endswith(".up"))  # the deltas moved
     path = tmp_path / "reader.safetensors"
-    save_weights(tensors, metadata, path)
+    save_weights_file(tensors, metadata, path)
     loaded, read_back = read_weights(path)
     assert read_back["situations"] == ["cooking", "student"] and read_back["data_digest"] == metadata["data_digest"]
     reader = load_situation_reader(path)

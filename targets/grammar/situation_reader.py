@@ -21,14 +21,13 @@ conversation whose identity turn is read again each turn, reads each turn once.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
 from scaffold.minilm import ENCODER_LOCK, load_encoder
-from scaffold.minilm_deltas import merge_deltas, missing_deltas
+from scaffold.minilm_deltas import merge_deltas, missing_deltas, read_weights_file
 from scaffold.specs import SpecError
 
 WEIGHTS_PATH = Path(__file__).parent / "situation_reader.safetensors"
@@ -87,31 +86,9 @@ def situation_reader_digest(path: Path = WEIGHTS_PATH) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "none"
 
 
-def save_weights(tensors: dict[str, Any], metadata: dict[str, Any], path: Path) -> None:
-    """Write the deltas and units with JSON-encoded metadata (safetensors keeps strings only)."""
-    from safetensors.torch import save_file
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata={k: json.dumps(v) for k, v in metadata.items()})
-
-
 def read_weights(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(tensors, metadata) of a weights file; SpecError naming the file when it is missing or not one."""
-    if not path.is_file():
-        raise SpecError(f"situation reader: no weights at {path}; train them with "
-                        "`python -m targets.grammar.situation_reader_training`")
-    try:
-        from safetensors import SafetensorError, safe_open
-    except ImportError:
-        raise SpecError("the situation reader needs safetensors; run: pip install 'auditrl[local]'") from None
-    try:
-        with safe_open(str(path), framework="pt") as handle:
-            raw = handle.metadata() or {}
-            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
-        metadata = {k: json.loads(v) for k, v in raw.items()}
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise SpecError(f"situation reader: cannot read the weights {path}: {exc}") from None
-    return tensors, metadata
+    return read_weights_file(path, "situation reader", "weights", "python -m targets.grammar.situation_reader_training")
 
 
 def reader_from(encoder: Any, tensors: dict[str, Any], metadata: dict[str, Any], where: str) -> SituationReader:

@@ -31,14 +31,13 @@ from typing import Any, Callable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from scaffold.minilm import load_encoder
-from scaffold.minilm_deltas import add_deltas, delta_tensors
+from scaffold.minilm_deltas import add_deltas, delta_tensors, save_weights_file
 from scaffold.specs import SpecError
 from targets.contract import NEUTRAL
 from targets.grammar.situation_reader import (
     WEIGHTS_PATH,
     read_weights,
     reader_from,
-    save_weights,
     situation_logits,
 )
 from targets.grammar.situations import SituationPrompts, load_situation_prompts, load_situations
@@ -247,7 +246,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.cv:
         counts = cross_validate(tuning, recipe, args.cv)
         rows = {s: c for s, c in counts.items() if c["in"][1]}
-        total = {k: (sum(c[k][0] for c in rows.values()), sum(c[k][1] for c in rows.values())) for k in ("in", "near", "other")}
+        total = {k: (sum(c[k][0] for c in rows.values()), sum(c[k][1] for c in rows.values()))
+                 for k in ("in", "near", "other")}
         for s, c in [*rows.items(), ("all", total)]:
             print(f"{s:18s} in {_pct(c['in']):>14s}   near misses {_pct(c['near']):>12s}   "
                   f"other same-kind {_pct(c['other']):>12s}")
@@ -255,7 +255,7 @@ def _run(args: argparse.Namespace) -> int:
     data = labelled(tuning, recipe)
     print(f"{len(data.texts)} texts, {len(data.situations)} situations, seed {recipe.seed}")
     tensors, metadata = train_reader(data, load_encoder(), recipe)
-    save_weights(tensors, metadata, args.out)
+    save_weights_file(tensors, metadata, args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)")
     return 0
 
