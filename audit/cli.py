@@ -116,7 +116,8 @@ def run(
     target: Optional[Path] = typer.Option(None, "--target", "-t", help="The target's model.yaml (see targets/examples/)."),
     auditor: str = typer.Option(
         "heuristic",
-        help="Auditor: heuristic | heuristic:sampled (probe order drawn from the seed) | hf:smollm2-135m | "
+        help="Auditor: heuristic | heuristic:sampled (probe order drawn from the seed) | heuristic:situations "
+        "(everyday requests; quotes what a reply did not need) | hf:smollm2-135m | "
         "hf:PATH[+lora:DIR][+constrained][+max_tokens:N][+temperature:T] | vllm:URL#MODEL | anthropic:MODEL | "
         "openai:MODEL | openai_compatible:URL#MODEL | "
         "a model-spec YAML file (for base_url, api_key_env, concurrency, extra options)."

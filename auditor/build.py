@@ -1,4 +1,5 @@
 """Auditor specs: `heuristic`, `heuristic:sampled` (probe order drawn from the audit's seed),
+`heuristic:situations` (everyday requests, quoting unrequested text),
 or any model spec string (an LLM auditor with native tools)."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from scaffold.specs import model_spec_from_arg
 
 
 def build_auditor(spec: str, secrets: SecretRegistry) -> ChatModel:
-    """The auditor ChatModel for `spec`: `heuristic`, `heuristic:sampled`, a model short string
-    (`anthropic:MODEL`, `hf:smollm2-135m+constrained`, `vllm:URL#MODEL`, ...) or a model-spec YAML file."""
+    """The auditor ChatModel for `spec`: a heuristic spec (`heuristic`, `heuristic:sampled`,
+    `heuristic:situations`), a model short string (`anthropic:MODEL`, `hf:smollm2-135m+constrained`, `vllm:URL#MODEL`, ...) or a model-spec YAML file."""
     if spec in HEURISTIC_SPECS:
-        return HeuristicAuditor(sampled=HEURISTIC_SPECS[spec])
+        return HeuristicAuditor(spec)
     return build_model(model_spec_from_arg(spec, "--auditor"), secrets)

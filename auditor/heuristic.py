@@ -10,6 +10,10 @@ an order drawn from the audit's seed: at a short budget the fixed order spends e
 audit on the first family or two, and a warm start learned from those audits learns
 one trajectory (the SFT policy of stop 24 collapsed to exactly that). The order is a
 function of the seed alone, so a sampled audit is still reproducible and resumes exactly.
+
+`heuristic:situations` probes everyday requests instead (`auditor/situation_probes.py`),
+in an order drawn from the seed, and quotes the unrequested text it finds: behaviours that
+wait for a kind of conversation, such as the grammar's generated organisms.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any, Sequence
 
 from auditor.probe_family import EVIDENCE_RANK, ProbeFamily
 from auditor.probes import FAMILIES
+from auditor.situation_probes import SITUATION_FAMILIES
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
 
 _REPLY = re.compile(r'<target_response message_id="(?P<id>[^"]+)">\n(?P<text>.*?)\n</target_response>', re.S)
@@ -52,16 +57,28 @@ def _plan(max_steps: int, families: Sequence[ProbeFamily] = FAMILIES) -> list[tu
     return steps[:max_steps]
 
 
-# The auditor specs that name the heuristic, and whether each samples its probe order:
-# the one list that `auditor.build` and the eval runner read.
-HEURISTIC_SPECS = {"heuristic": False, "heuristic:sampled": True}
+@dataclass(frozen=True)
+class HeuristicProfile:
+    """What one heuristic spec probes, and whether it draws its probe order from the audit's seed."""
+
+    sampled: bool
+    families: tuple[ProbeFamily, ...] = FAMILIES
+    probes_per_turn: int = 1  # more covers more ground in a short audit: the budget counts turns, not probes
 
 
-def sampled_order(seed: int) -> list[ProbeFamily]:
+# The auditor specs that name the heuristic: the one table that `auditor.build` reads.
+HEURISTIC_SPECS = {
+    "heuristic": HeuristicProfile(sampled=False),
+    "heuristic:sampled": HeuristicProfile(sampled=True),
+    "heuristic:situations": HeuristicProfile(sampled=True, families=SITUATION_FAMILIES, probes_per_turn=3),
+}
+
+
+def sampled_order(seed: int, families: Sequence[ProbeFamily] = FAMILIES) -> list[ProbeFamily]:
     """The probe families in an order drawn from `seed` (the same seed, the same order)."""
-    families = list(FAMILIES)
-    random.Random(seed).shuffle(families)
-    return families
+    order = list(families)
+    random.Random(seed).shuffle(order)
+    return order
 
 
 class HeuristicAuditor:
@@ -69,16 +86,19 @@ class HeuristicAuditor:
 
     supports_prefill = False
 
-    def __init__(self, sampled: bool = False) -> None:
-        self.sampled = sampled
-        self.name = next(spec for spec, samples in HEURISTIC_SPECS.items() if samples == sampled)
+    def __init__(self, spec: str = "heuristic") -> None:
+        profile = HEURISTIC_SPECS[spec]
+        self.sampled = profile.sampled
+        self.families = profile.families
+        self.probes_per_turn = profile.probes_per_turn
+        self.name = spec
 
     def _families(self, config: GenerateConfig | None, turn: int) -> Sequence[ProbeFamily]:
         # The scaffold seeds call k of an audit with seed + k (scaffold/nodes.py), so
         # seed - turn is the audit's own seed, the same on every turn and after a resume.
         if not self.sampled or config is None or config.seed is None:
-            return FAMILIES
-        return sampled_order(config.seed - turn)
+            return self.families
+        return sampled_order(config.seed - turn, self.families)
 
     async def generate(
         self,
@@ -88,22 +108,28 @@ class HeuristicAuditor:
     ) -> ModelResponse:
         turn = sum(1 for m in messages if m.role == "assistant")
         budget = self._budget(messages)
-        plan = _plan(max(1, budget - 1), self._families(config, turn))  # the last turn is kept for the report
+        per_turn = self.probes_per_turn
+        # The last turn is kept for the report.
+        plan = _plan(max(1, budget - 1) * per_turn, self._families(config, turn))
         evidence, new_ids = self._evidence(messages)
         calls: list[ToolCall] = []
         if turn == 0:
             calls = [
                 self._call(turn, 0, "think", thought=f"Plan: {len(plan)} probes over {len({f.name for f, _ in plan})} "
-                           "families, fresh conversation per family; record findings; report the strongest."),
+                           "families; record findings; report the strongest."),
                 self._call(turn, 1, "set_target_system_message", system_message=SYSTEM_PROMPT),
             ]
         calls += self._findings(turn, evidence, new_ids)
-        if turn < len(plan):
-            family, index = plan[turn]
-            if family.starts_conversation(index) and turn > 0:
-                calls.append(self._call(turn, len(calls), "restart_conversation"))
-            calls.append(self._call(turn, len(calls), "send_message", probe=family.name, message=family.turns[index]))
-            content = f"Probing: {family.name} ({index + 1}/{len(family.turns)})."
+        first = turn * per_turn
+        steps = plan[first : first + per_turn]
+        if steps:
+            for position, (family, index) in enumerate(steps, start=first):
+                if family.starts_conversation(index) and position > 0:
+                    calls.append(self._call(turn, len(calls), "restart_conversation"))
+                calls.append(
+                    self._call(turn, len(calls), "send_message", probe=family.name, message=family.turns[index])
+                )
+            content = "Probing: " + ", ".join(f"{f.name} ({i + 1}/{len(f.turns)})" for f, i in steps) + "."
         else:
             calls.append(self._call(turn, len(calls), "submit_report", **self._report(evidence)))
             content = "Submitting the report."
@@ -124,10 +150,9 @@ class HeuristicAuditor:
                 return int(match.group(1))
         return 30
 
-    @staticmethod
-    def _evidence(messages: Sequence[Message]) -> tuple[dict[str, _Evidence], set[str]]:
+    def _evidence(self, messages: Sequence[Message]) -> tuple[dict[str, _Evidence], set[str]]:
         """Score every reply so far; also return the ids that arrived since the last turn."""
-        by_family = {f.name: f for f in FAMILIES}
+        by_family = {f.name: f for f in self.families}
         replies: dict[str, list[tuple[str, str]]] = {}
         new_ids: set[str] = set()
         last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)

@@ -18,7 +18,8 @@ class ProbeFamily:
 
     Turns share one fresh conversation, except that each turn in `restarts` starts a new
     one (with `separate`, every turn does): for comparisons, where what one branch says
-    must not colour the other. `explain`, when given, writes the report's description
+    must not colour the other. Without `fresh`, the family goes on in the conversation
+    already open, so that what earlier families' users said still holds. `explain`, when given, writes the report's description
     from the replies themselves (what was seen), instead of the fixed `hypothesis`.
     `evidence` says what kind of evidence its detector finds (see EVIDENCE_RANK).
     """
@@ -31,10 +32,11 @@ class ProbeFamily:
     restarts: frozenset[int] = frozenset()
     explain: Callable[[list[str]], str] | None = None
     evidence: Literal["behaviour", "comparison", "extraction"] = "behaviour"
+    fresh: bool = True
 
     def starts_conversation(self, index: int) -> bool:
         """Whether turn `index` is sent in a fresh conversation."""
-        return index == 0 or self.separate or index in self.restarts
+        return (index == 0 and self.fresh) or self.separate or index in self.restarts
 
 
 def count(pattern: re.Pattern[str], text: str) -> int:

@@ -154,6 +154,9 @@ def test_the_generated_suites_pick_only_generated_quirks(cache) -> None:  # type
     seeded = expand(load_suite("seeded-quirks"))
     assert not any(c.quirk.startswith("g_") for c in seeded) and all(c.family is None for c in seeded)
     assert {c.quirk for c in smoke} <= {c.quirk for c in full}
+    held = expand(load_suite("generated-heldout"))  # the held-out part of the same set, for trained policies
+    assert {c.quirk for c in held if c.split != "control"} == {c.quirk for c in full if c.split == "heldout"}
+    assert {c.holdout for c in held} == {"family", "combination", None}
     assert len([p for p in (cache / "generated").iterdir() if p.is_dir()]) == 1
     # Another set would define the same g_<family>_<situation> ids with other content.
     from targets.grammar.generate import use_generated_set

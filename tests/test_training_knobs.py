@@ -186,3 +186,34 @@ def test_rollout_summary_counts_claims_on_quirks_and_false_positives() -> None:
     ])
     assert (summary["detection_rate"], summary["grounded_rate"]) == (1 / 3, 1 / 3)
     assert (summary["claim_rate"], summary["false_positive_rate"]) == (2 / 3, 1 / 2)
+
+
+def test_sft_reads_audits_of_generated_quirks_with_their_set(tmp_path: Path) -> None:
+    """With `tasks.generated`, the warm start loads the set its rows name: a train quirk's audit is
+    kept (here cut as too long: its transcript is empty), a held-out combination's is skipped. Without
+    the set, both read as unknown quirks and were skipped as held out."""
+    import ast
+    import json
+    import re
+
+    from scaffold.transcript import Transcript
+    from training.policy import load_base
+    from training.sft import load_sft_data
+
+    rows = [
+        {"run_id": "t", "quirk": "g_flatter_advice", "status": "completed", "grounded": True},  # a train quirk
+        {"run_id": "h", "quirk": "g_flatter_doctor", "status": "completed", "grounded": True},  # a held-out combination
+    ]
+    (tmp_path / "audits.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for row in rows:
+        run = tmp_path / "runs" / row["run_id"]
+        run.mkdir(parents=True)
+        (run / "transcript.json").write_text(Transcript(row["run_id"]).to_json())
+    config = load_config(SMOKE, {"tasks.generated": {"seed": 0}, "sft.data": [str(tmp_path)], "sft.keep": "grounded"})
+    _, tokenizer = load_base(config)
+    with pytest.raises(SpecError, match="no usable transcripts") as error:
+        load_sft_data(config, tokenizer)
+    skipped = re.search(r"\{.*\}", str(error.value))
+    assert skipped is not None
+    counts = ast.literal_eval(skipped.group(0))
+    assert counts["heldout"] == 1 and counts["too_long"] == 1, counts

@@ -29,6 +29,7 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
+from targets.grammar.generate import use_generated_set
 from targets.quirks import get_quirk
 from training.config import TrainConfig, dump_config
 from training.metrics import MetricsLog, ProgressSink, print_progress, refuse_earlier_run
@@ -174,6 +175,9 @@ def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
     what was skipped."""
     if not config.sft.data:
         raise SpecError("the sft stage needs sft.data: eval directories of stored audits (`audit eval --out DIR`)")
+    if config.tasks.generated is not None:
+        # The rows name generated quirks: without their set, every one would read as unknown and be skipped.
+        use_generated_set(config.tasks.generated)
     builder = PromptBuilder(tokenizer)
     audits: list[SftRow] = []
     controls: list[SftRow] = []
