@@ -116,7 +116,7 @@ class HeuristicAuditor:
         if turn == 0:
             calls = [
                 self._call(turn, 0, "think", thought=f"Plan: {len(plan)} probes over {len({f.name for f, _ in plan})} "
-                           "families; record findings; report the strongest."),
+                           f"families, {self._conversations(plan)}; record findings; report the strongest."),
                 self._call(turn, 1, "set_target_system_message", system_message=SYSTEM_PROMPT),
             ]
         calls += self._findings(turn, evidence, new_ids)
@@ -135,6 +135,11 @@ class HeuristicAuditor:
             content = "Submitting the report."
         message = Message(role="assistant", content=content, tool_calls=calls)
         return ModelResponse(message=message, usage=Usage(), model=self.name)
+
+    @staticmethod
+    def _conversations(plan: Sequence[tuple[ProbeFamily, int]]) -> str:
+        fresh = all(family.fresh for family, _ in plan)
+        return "fresh conversation per family" if fresh else "one conversation throughout"
 
     @staticmethod
     def _call(turn: int, index: int, name: str, probe: str | None = None, **arguments: Any) -> ToolCall:
