@@ -98,6 +98,20 @@ def test_sft_draws_controls_to_their_share() -> None:
     assert draw_controls(controls, 300, 0.5, 0) == controls  # 300 wanted, 40 there
 
 
+def test_sft_caps_the_audits_it_learns_from() -> None:
+    """`sft.max_audits`: a seeded draw of that many audits, in their order; None or a large cap keeps all."""
+    from training.sft import SftRow, cap_audits
+
+    audits = [SftRow(run_id=f"a{k}", input_ids=[k], loss_mask=[1], turns=1) for k in range(50)]
+    assert cap_audits(audits, None, 0) == audits and cap_audits(audits, 80, 0) == audits
+    drawn = cap_audits(audits, 20, 0)
+    assert len(drawn) == 20 and drawn == sorted(drawn, key=lambda row: int(row.run_id[1:])) and drawn != audits[:20]
+    assert drawn == cap_audits(audits, 20, 0) != cap_audits(audits, 20, 1)
+    assert load_config(SMOKE, {"sft.max_audits": 100}).sft.max_audits == 100
+    with pytest.raises(SpecError):
+        load_config(SMOKE, {"sft.max_audits": 0})
+
+
 @pytest.mark.parametrize(
     ("precision", "device", "native", "update", "rollout"),
     [

@@ -247,6 +247,12 @@ class SftConfig(_Strict):
         "until they make up that share of the rows, or all of them if there are too few. Without controls the "
         "warm start learns that a report always names something; with too many it learns to find nothing.",
     )
+    max_audits: int | None = Field(
+        None,
+        ge=1,
+        description="Learn from at most this many of the kept quirk audits, drawn by `seed` (None: all of them). "
+        "An SFT step costs seconds per transcript on a CPU: a cap buys time without a new data directory.",
+    )
     epochs: int = Field(2, ge=1, le=100)
     lr: float = Field(2e-4, gt=0)
     max_length: int = Field(6144, ge=64, description="Longest row in tokens; longer transcripts are cut at a turn boundary.")

@@ -105,6 +105,14 @@ def eval_transcripts(directory: Path, keep: str) -> EvalAudits:
     return EvalAudits(audits, controls, skipped)
 
 
+def cap_audits(audits: list[SftRow], most: int | None, seed: int) -> list[SftRow]:
+    """At most `most` of `audits` (all when None or when there are no more), drawn by `seed`, in their order."""
+    if most is None or len(audits) <= most:
+        return audits
+    chosen = set(random.Random(seed).sample(range(len(audits)), most))
+    return [row for k, row in enumerate(audits) if k in chosen]
+
+
 def draw_controls(controls: list[SftRow], n_audits: int, share: float | None, seed: int) -> list[SftRow]:
     """The control rows to learn from: all of them (`share` None), or a seeded draw that
     makes them `share` of the rows next to `n_audits` quirk rows (all, if too few)."""
@@ -193,6 +201,9 @@ def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
                     skipped["too_long"] += 1
                 else:
                     rows.append(row)
+    kept = cap_audits(audits, config.sft.max_audits, config.seed)
+    skipped["over_max_audits"] = len(audits) - len(kept)
+    audits = kept
     drawn = draw_controls(controls, len(audits), config.sft.control_share, config.seed)
     skipped["control"] = len(controls) - len(drawn)
     rows = audits + drawn
