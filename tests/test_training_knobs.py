@@ -202,10 +202,14 @@ def test_rollout_summary_counts_claims_on_quirks_and_false_positives() -> None:
     assert (summary["claim_rate"], summary["false_positive_rate"]) == (2 / 3, 1 / 2)
 
 
-def test_sft_reads_audits_of_generated_quirks_with_their_set(tmp_path: Path) -> None:
+def test_sft_reads_audits_of_generated_quirks_with_their_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package_quirks_only: None
+) -> None:
     """With `tasks.generated`, the warm start loads the set its rows name: a train quirk's audit is
     kept (here cut as too long: its transcript is empty), a held-out combination's is skipped. Without
-    the set, both read as unknown quirks and were skipped as held out."""
+    the set, both read as unknown quirks and were skipped as held out. The set goes into a private
+    cache and is unloaded after: loaded quirks change what the graders compare with, in this process."""
+    monkeypatch.setenv("AUDITRL_CACHE", str(tmp_path / "cache"))
     import ast
     import json
     import re
