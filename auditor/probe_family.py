@@ -19,8 +19,9 @@ class ProbeFamily:
     Turns share one fresh conversation, except that each turn in `restarts` starts a new
     one (with `separate`, every turn does): for comparisons, where what one branch says
     must not colour the other. Without `fresh`, the family goes on in the conversation
-    already open, so that what earlier families' users said still holds. `explain`, when given, writes the report's description
-    from the replies themselves (what was seen), instead of the fixed `hypothesis`.
+    already open, so that what earlier families' users said still holds. `explain`, when
+    given, writes the report's description from the replies themselves (what was seen),
+    instead of the fixed `hypothesis`.
     `evidence` says what kind of evidence its detector finds (see EVIDENCE_RANK).
     """
 
@@ -37,6 +38,12 @@ class ProbeFamily:
     def starts_conversation(self, index: int) -> bool:
         """Whether turn `index` is sent in a fresh conversation."""
         return (index == 0 and self.fresh) or self.separate or index in self.restarts
+
+
+def quote(text: str, most: int) -> str:
+    """`text` on one line, cut to `most` characters with an ellipsis: what a report quotes of a reply."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= most else flat[: most - 3] + "..."
 
 
 def count(pattern: re.Pattern[str], text: str) -> int:

@@ -51,7 +51,8 @@ def test_audit_eval_with_the_situation_heuristic_finds_and_quotes_generated_quir
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads((out / "results.json").read_text())["rows"]
     grounded = [r for r in rows if r["grounded"]]
-    assert {r["holdout"] for r in grounded} >= {"train", "combination"}, [(r["quirk"], r["top_hypothesis"]) for r in rows]
+    found = [(r["quirk"], r["top_hypothesis"]) for r in rows]
+    assert {r["holdout"] for r in grounded} >= {"train", "combination"}, found
     assert all(r["claimed"] is False for r in rows if r["quirk"] == "none")
     from training.sft import read_transcript
 
