@@ -45,7 +45,7 @@ def train_command(
         None, "--stage", help="grpo (default) or sft: the warm start on stored transcripts (sft.data) before GRPO."
     ),
     resume: Optional[Path] = typer.Option(
-        None, "--resume", help="Continue the GRPO run in this directory from its last checkpoint, with its saved config."
+        None, "--resume", help="Continue the GRPO or SFT run in this directory from its last checkpoint, with its saved config."
     ),
     steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Override the config's number of optimizer steps."),
     init_adapter: Optional[Path] = typer.Option(
@@ -103,8 +103,6 @@ def train_command(
 
         typer.echo(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
         return
-    if cfg.stage == "sft" and resume is not None:
-        fail("an SFT run is not resumable (it takes minutes); start it again with a new --out")
     # Warnings and errors on the redacting console's stream, never a key in a log line.
     handler = logging.StreamHandler(cli.secrets.stream(sys.stderr))
     handler.addFilter(cli.secrets.log_filter())
@@ -115,7 +113,7 @@ def train_command(
             if cfg.stage == "sft":
                 from training.sft import run_sft
 
-                final = run_sft(cfg, out_dir, secrets=cli.secrets, progress=report)
+                final = run_sft(cfg, out_dir, resume=resume is not None, secrets=cli.secrets, progress=report)
             else:
                 from training.grpo import run_grpo
 
@@ -124,8 +122,6 @@ def train_command(
         fail(str(exc))
     except KeyboardInterrupt:
         again = "".join(f" --quirks {q}" for q in quirks or [])
-        hint = (f"continue with: audit train --resume {out_dir}{again}" if cfg.stage == "grpo"
-                else f"the adapter of each finished epoch is in {out_dir}/epoch-N")
-        fail(f"interrupted; {hint}", EXIT_FAILED)
+        fail(f"interrupted; continue with: audit train --resume {out_dir}{again}", EXIT_FAILED)
     cli.console.print(f"adapter: {final}", markup=False, highlight=False)
     cli.console.print(f"metrics: {out_dir / 'metrics.jsonl'}", markup=False, highlight=False)

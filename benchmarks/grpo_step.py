@@ -94,7 +94,7 @@ def precision_probe(config: TrainConfig, tokens: int) -> dict[str, float]:
     from peft import get_peft_model
 
     model, _ = load_base(config)
-    model = get_peft_model(model, lora_config(config))
+    model = get_peft_model(model, lora_config(config, model))
     ids = torch.randint(0, model.config.vocab_size, (1, tokens))
     out = {}
     for name, bf16 in (("fp32", False), ("bf16", True), ("fp32_again", False)):
@@ -115,7 +115,7 @@ def decode_probe(config: TrainConfig, prefix: int, steps: int, batch: int = 8) -
     from peft import get_peft_model
 
     model, _ = load_base(config)
-    model = get_peft_model(model, lora_config(config)).eval()
+    model = get_peft_model(model, lora_config(config, model)).eval()
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(0, model.config.vocab_size, (batch, prefix), generator=generator)
     fed = torch.randint(0, model.config.vocab_size, (batch, steps), generator=generator)

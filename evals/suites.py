@@ -65,11 +65,20 @@ class SuiteGroup(BaseModel):
     generated: bool = Field(
         False, description="With 'splits': pick the suite's generated quirks (its `generated:` set), not hand-written ones."
     )
+    holdout: list[Literal["family", "combination"]] = Field(
+        default_factory=list,
+        description="With 'splits: [heldout]' and 'generated': only the quirks held out this way (a family never "
+        "trained on, or a train family in a situation it was never trained in); empty: every held-out quirk. A "
+        "policy trained on some families is compared on the combinations of those families.",
+    )
 
     @model_validator(mode="after")
     def _picks_something(self) -> SuiteGroup:
         if not self.quirks and not self.splits:
             raise ValueError("a group needs 'quirks' or 'splits'")
+        if self.holdout and (not self.generated or "heldout" not in self.splits):
+            raise ValueError("'holdout' picks among held-out generated quirks: it needs 'generated: true' and "
+                             "'splits: [heldout]'")
         bad = [s for s in self.splits if s not in SPLITS]
         if bad:
             raise ValueError(f"unknown split {bad[0]!r}; known: {', '.join(SPLITS)}")
@@ -142,12 +151,21 @@ def _listed(ids: list[str], most: int = 20) -> str:
     return ", ".join(ids) if len(ids) <= most else f"{', '.join(ids[:most])} and {len(ids) - most} more"
 
 
+def _held_out_as(quirk_id: str, kinds: list[str]) -> bool:
+    """Whether a quirk of a split-picked group stays under `holdout`: a held-out generated quirk
+    only if it is held out in one of these ways; any other quirk always."""
+    quirk = get_quirk(quirk_id)
+    return quirk.split != "heldout" or quirk.generated is None or quirk.generated.holdout in kinds
+
+
 def _quirk_ids(group: SuiteGroup, where: str) -> list[str]:
     ids = list(group.quirks)
     for quirk_id in ids:
         get_quirk(quirk_id)  # unknown ids are a SpecError naming them
     if group.splits:
         picked = [q for q in split_quirk_ids(group.splits, group.generated) if q not in ids]
+        if group.holdout:
+            picked = [q for q in picked if _held_out_as(q, group.holdout)]
         digest = quirk_set_digest(picked)
         if group.digest is None:
             raise SpecError(

@@ -120,7 +120,7 @@ async def test_rank_1_adopts_the_adapter_rank_0_loaded_into_the_vllm_server(tmp_
     from peft import get_peft_model
 
     rank0_dir, rank1_dir = tmp_path / "rank0-adapter", tmp_path / "rank1-adapter"
-    get_peft_model(model, lora_config(config)).save_pretrained(str(rank0_dir))
+    get_peft_model(model, lora_config(config, model)).save_pretrained(str(rank0_dir))
     shutil.copytree(rank0_dir, rank1_dir)  # what rank 1 saves: the same weights
     with WireServer(responder=lambda request: Reply(body="ok", content_type="text/plain")) as server:
         spec = ModelSpec(provider="vllm", model="auditor", base_url=f"{server.base_url}/v1",

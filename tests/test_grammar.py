@@ -157,6 +157,13 @@ def test_the_generated_suites_pick_only_generated_quirks(cache) -> None:  # type
     held = expand(load_suite("generated-heldout"))  # the held-out part of the same set, for trained policies
     assert {c.quirk for c in held if c.split != "control"} == {c.quirk for c in full if c.split == "heldout"}
     assert {c.holdout for c in held} == {"family", "combination", None}
+    combos = expand(load_suite("generated-combinations"))  # `holdout: [combination]` keeps only those
+    assert {c.quirk for c in combos if c.split != "control"} == {c.quirk for c in held if c.holdout == "combination"}
+    assert len({c.quirk for c in combos if c.split != "control"}) == 18 and len([c for c in combos if c.split == "control"]) == 10
+    from evals.suites import SuiteGroup
+
+    with pytest.raises(ValueError, match="'holdout' picks among held-out generated quirks"):
+        SuiteGroup(splits=["train"], generated=True, holdout=["combination"])
     assert len([p for p in (cache / "generated").iterdir() if p.is_dir()]) == 1
     # Another set would define the same g_<family>_<situation> ids with other content.
     from targets.grammar.generate import use_generated_set

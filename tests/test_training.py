@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,18 +15,11 @@ torch = pytest.importorskip("torch")
 
 from hf_fixtures import packaged_tokenizer  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
-from training_helpers import activity  # noqa: E402,F401
+from training_helpers import SMOKE, activity, run_audit_cli  # noqa: E402,F401
 
 from scaffold.store import Store  # noqa: E402
 from training.config import load_config  # noqa: E402
 from training.metrics import logprob_parity, read_metrics  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
-
-
-def _audit(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "audit.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
 
 
 def _config(tmp: Path, **changes: object) -> Path:
@@ -48,13 +39,13 @@ def test_cpu_smoke_cli_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
     packaged_tokenizer()
     out = tmp_path / "run"
     # Non-default reward weights: the reward the store holds must be the one training used.
-    first = _audit("train", "--config", str(SMOKE), "--out", str(out), "--steps", "1",
+    first = run_audit_cli("train", "--config", str(SMOKE), "--out", str(out), "--steps", "1",
                    "--set", "reward.weights.per_turn=0.05")
     assert first.returncode == 0, first.stderr[-3000:]
     assert (out / "checkpoint-1" / "adapter_model.safetensors").exists()
-    again = _audit("train", "--config", str(SMOKE), "--out", str(out))
+    again = run_audit_cli("train", "--config", str(SMOKE), "--out", str(out))
     assert again.returncode == 2 and "--resume" in again.stderr  # never mixes two runs in one directory
-    resumed = _audit("train", "--resume", str(out), "--steps", "2")
+    resumed = run_audit_cli("train", "--resume", str(out), "--steps", "2")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     records = read_metrics(out)
     grpo = [r for r in records if r["stage"] == "grpo"]
@@ -126,14 +117,14 @@ def test_logprob_parity_statistics() -> None:
 def test_bad_configs_fail_before_anything_loads(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("group_size: 3\nprompts_per_step: 1\nmicro_batch_size: 2\n")
-    result = _audit("train", "--config", str(bad))
+    result = run_audit_cli("train", "--config", str(bad))
     assert result.returncode == 2 and "micro_batch_size" in result.stderr
     bad.write_text("reward: {family: vibes}\n")
-    assert "vibes" in _audit("train", "--config", str(bad)).stderr
+    assert "vibes" in run_audit_cli("train", "--config", str(bad)).stderr
     bad.write_text("sampler: {backend: vllm}\n")
-    assert "sampler.url" in _audit("train", "--config", str(bad)).stderr
-    assert "no training run" in _audit("train", "--resume", str(tmp_path)).stderr
-    shown = _audit("train", "--config", str(SMOKE), "--show-config")
+    assert "sampler.url" in run_audit_cli("train", "--config", str(bad)).stderr
+    assert "no training run" in run_audit_cli("train", "--resume", str(tmp_path)).stderr
+    shown = run_audit_cli("train", "--config", str(SMOKE), "--show-config")
     assert shown.returncode == 0 and yaml.safe_load(shown.stdout)["policy"]["base"] == "tiny-random"
 
 
@@ -141,11 +132,11 @@ def test_sft_warm_start_trains_on_train_split_transcripts_only(tmp_path: Path) -
     packaged_tokenizer()
     data = tmp_path / "heuristic"
     # sft.keep=all reads no verdict, so the cheap lexical judge grades the data's audits.
-    made = _audit("eval", "--suite", "seeded-quirks", "--auditor", "heuristic", "--max-turns", "4", "--repeats", "1",
+    made = run_audit_cli("eval", "--suite", "seeded-quirks", "--auditor", "heuristic", "--max-turns", "4", "--repeats", "1",
                   "--judge", "lexical", "--out", str(data), "--store", f"sqlite:///{tmp_path / 'h.db'}")
     assert made.returncode == 0, made.stderr[-2000:]
     out = tmp_path / "sft"
-    result = _audit("train", "--config", str(SMOKE), "--stage", "sft", "--out", str(out),
+    result = run_audit_cli("train", "--config", str(SMOKE), "--stage", "sft", "--out", str(out),
                     "--set", f"sft.data=[{data}]", "--set", "sft.keep=all", "--set", "sft.epochs=2",
                     "--set", "sft.lr=0.005", "--set", "eval.at_end=false")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -159,8 +150,8 @@ def test_sft_warm_start_trains_on_train_split_transcripts_only(tmp_path: Path) -
     assert sum(r["loss"] for r in last) < sum(r["loss"] for r in first)  # it learns the heuristic's turns
     assert all(0 < r["loss_tokens"] < r["tokens"] for r in records)
     assert (out / "final" / "adapter_model.safetensors").exists()
-    again = _audit("train", "--config", str(SMOKE), "--stage", "sft", "--out", str(out), "--set", f"sft.data=[{data}]")
-    assert again.returncode == 2 and "already holds a training run; pick a new --out" in again.stderr
+    again = run_audit_cli("train", "--config", str(SMOKE), "--stage", "sft", "--out", str(out), "--set", f"sft.data=[{data}]")
+    assert again.returncode == 2 and "already holds a training run; continue it with --resume" in again.stderr
 
 
 def test_a_trained_adapter_audits_through_audit_eval(tmp_path: Path) -> None:
@@ -171,10 +162,10 @@ def test_a_trained_adapter_audits_through_audit_eval(tmp_path: Path) -> None:
     tiny_random_model(tokenizer, seed=0).save_pretrained(base)
     tokenizer.save_pretrained(base)
     out = tmp_path / "run"
-    trained = _audit("train", "--config", str(SMOKE), "--out", str(out), "--steps", "1",
+    trained = run_audit_cli("train", "--config", str(SMOKE), "--out", str(out), "--steps", "1",
                      "--set", f"policy.base={base}", "--set", "eval.at_end=false")
     assert trained.returncode == 0, trained.stderr[-3000:]
-    evaluated = _audit("eval", "--suite", "smoke", "--auditor", f"hf:{base}+lora:{out / 'final'}+constrained+max_tokens:48",
+    evaluated = run_audit_cli("eval", "--suite", "smoke", "--auditor", f"hf:{base}+lora:{out / 'final'}+constrained+max_tokens:48",
                        "--max-turns", "2", "--repeats", "1", "--out", str(tmp_path / "eval"), "--store", f"sqlite:///{tmp_path / 'e.db'}")
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     results = json.loads((tmp_path / "eval" / "results.json").read_text())

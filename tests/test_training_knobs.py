@@ -153,7 +153,7 @@ def test_sampling_merges_the_adapter_and_restores_the_base_exactly() -> None:
 
     config = load_config(SMOKE)
     model, _ = policy.load_base(config)
-    model = get_peft_model(model, policy.lora_config(config))
+    model = get_peft_model(model, policy.lora_config(config, model))
     torch.manual_seed(0)
     with torch.no_grad():  # a trained adapter: B is zero at init, which would make merging a no-op
         for name, param in model.named_parameters():

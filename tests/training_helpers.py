@@ -7,12 +7,23 @@ taken and text written, both of which vary from sample to sample.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from rewards.reward import REWARDS
 from rewards.types import RewardResult
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = ROOT / "training" / "configs" / "cpu-smoke.yaml"
+
+
+def run_audit_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m audit.cli ARGS` from the repository root, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "audit.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
 
 
 def activity_reward(judge, transcript, weights=None) -> RewardResult:  # noqa: ANN001

@@ -63,20 +63,31 @@ def load_base(config: TrainConfig) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def lora_config(config: TrainConfig) -> Any:
-    """The peft LoraConfig of a fresh adapter."""
+def lora_config(config: TrainConfig, model: Any) -> Any:
+    """The peft LoraConfig of a fresh adapter on `model` (`lora.top_layers` counts its decoder layers)."""
     from peft import LoraConfig
 
     s = config.lora
+    layers = None
+    if s.top_layers is not None:
+        total = model.config.num_hidden_layers
+        if s.top_layers > total:
+            raise SpecError(f"lora.top_layers is {s.top_layers}, but {config.policy.base} has {total} layers")
+        layers = list(range(total - s.top_layers, total))
     return LoraConfig(
-        r=s.r, lora_alpha=s.alpha, lora_dropout=s.dropout, target_modules=list(s.target_modules), task_type="CAUSAL_LM"
+        r=s.r,
+        lora_alpha=s.alpha,
+        lora_dropout=s.dropout,
+        target_modules=list(s.target_modules),
+        layers_to_transform=layers,
+        task_type="CAUSAL_LM",
     )
 
 
 def with_adapter(model: Any, config: TrainConfig) -> tuple[Any, Any]:
     """(model, peft_config for the trainer): the init adapter loaded trainable, or a fresh one to create."""
     if not config.policy.init_adapter:
-        return model, lora_config(config)
+        return model, lora_config(config, model)
     from peft import PeftModel
 
     path = Path(config.policy.init_adapter)

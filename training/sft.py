@@ -34,6 +34,14 @@ from targets.quirks import get_quirk
 from training.config import TrainConfig, dump_config
 from training.metrics import MetricsLog, ProgressSink, print_progress, refuse_earlier_run
 from training.policy import load_base, lora_config, rollout_sampler, uses_bf16
+from training.sft_checkpoint import (
+    SftPosition,
+    data_digest,
+    latest_checkpoint,
+    load_optimizer_state,
+    read_position,
+    save_checkpoint,
+)
 
 log = logging.getLogger(__name__)
 
@@ -214,46 +222,66 @@ def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
 
 def sft_loss(model: Any, row: SftRow, device: torch.device, bf16: bool = False) -> torch.Tensor:
     """Mean next-token cross-entropy over the row's auditor tokens (the forward under bf16
-    autocast with `bf16`; the loss itself in fp32)."""
+    autocast with `bf16`; the loss itself in fp32).
+
+    Logits are computed only where a token carries loss (`logits_to_keep`): the vocabulary
+    projection of every other position is a third of the work and its result was discarded.
+    """
     ids = torch.tensor([row.input_ids], device=device)
-    mask = torch.tensor(row.loss_mask[1:], device=device, dtype=torch.bool)
+    # Position p predicts token p + 1: keep the positions whose next token is the auditor's.
+    positions = torch.tensor([p for p, m in enumerate(row.loss_mask[1:]) if m], device=device, dtype=torch.long)
     with autocast(device, bf16):
-        logits = model(input_ids=ids).logits[0, :-1]
-    return torch.nn.functional.cross_entropy(logits[mask].float(), ids[0, 1:][mask])
+        logits = model(input_ids=ids, logits_to_keep=positions).logits[0]
+    return torch.nn.functional.cross_entropy(logits.float(), ids[0, positions + 1])
 
 
 def run_sft(
-    config: TrainConfig, out: Path, *, secrets: SecretRegistry | None = None, progress: ProgressSink = print_progress
+    config: TrainConfig,
+    out: Path,
+    *,
+    resume: bool = False,
+    secrets: SecretRegistry | None = None,
+    progress: ProgressSink = print_progress,
 ) -> Path:
     """LoRA SFT of `config.policy` on `config.sft.data`; writes OUT/final (and its eval).
 
+    Every `sft.save_every` steps OUT/sft-checkpoint is rewritten; with `resume` the run goes
+    on from it, over the same rows in the same order, and ends as the uninterrupted run would.
     `progress` gets (step, total steps, a line of the step's numbers) after every step.
     """
     from peft import PeftModel, get_peft_model
 
     secrets = secrets or SecretRegistry()
-    refuse_earlier_run(out, "pick a new --out")
+    if not resume:
+        refuse_earlier_run(out, f"continue it with --resume {out}, or pick a new --out")
     out.mkdir(parents=True, exist_ok=True)
     dump_config(config, out / "config.yaml")
     if config.threads:
         torch.set_num_threads(config.threads)
     model, tokenizer = load_base(config)
     data = load_sft_data(config, tokenizer)
+    digest = data_digest([(row.run_id, row.input_ids) for row in data.rows])
+    checkpoint = latest_checkpoint(out) if resume else None
+    done = read_position(checkpoint, digest).step if checkpoint else 0
     total = config.sft.epochs * len(data.rows)
-    progress(0, total, f"sft: {len(data.rows)} transcripts ({data.controls} of them controls), "
-                       f"{sum(len(r.input_ids) for r in data.rows)} tokens; "
-                       f"skipped {data.skipped}")
-    if config.policy.init_adapter:
+    progress(done, total, f"sft: {len(data.rows)} transcripts ({data.controls} of them controls), "
+                          f"{sum(len(r.input_ids) for r in data.rows)} tokens; skipped {data.skipped}"
+                          + (f"; resumed after step {done}" if checkpoint else ""))
+    if checkpoint:
+        model = PeftModel.from_pretrained(model, str(checkpoint / "adapter"), is_trainable=True)
+    elif config.policy.init_adapter:
         model = PeftModel.from_pretrained(model, config.policy.init_adapter, is_trainable=True)
     else:
-        model = get_peft_model(model, lora_config(config))
+        model = get_peft_model(model, lora_config(config, model))
     if config.gradient_checkpointing:
         model.gradient_checkpointing_enable()
         model.enable_input_require_grads()  # LoRA: the frozen embeddings' output must carry grad
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.sft.lr)
-    metrics = MetricsLog(out)
+    if checkpoint:
+        load_optimizer_state(checkpoint, optimizer)
+    metrics = MetricsLog(out, resume_step=done if resume else None)
     device = next(model.parameters()).device
     # The same rule as GRPO's update: with `auto`, bf16 where the device computes it natively.
     bf16 = uses_bf16(config, device, "update")
@@ -261,23 +289,28 @@ def run_sft(
     step = 0
     for epoch in range(config.sft.epochs):
         rows = list(data.rows)
-        order.shuffle(rows)
+        order.shuffle(rows)  # replayed on resume, so the skipped rows are the ones already learned
         for row in rows:
+            step += 1
+            if step <= done:
+                continue
             started = time.perf_counter()
             loss = sft_loss(model, row, device, bf16)
             optimizer.zero_grad()
             loss.backward()
             norm = torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
             optimizer.step()
-            step += 1
             record = {
                 "stage": "sft", "step": step, "epoch": epoch, "loss": loss.item(), "grad_norm": float(norm),
                 "bf16_autocast": bf16, "tokens": len(row.input_ids), "loss_tokens": sum(row.loss_mask),
                 "time/step_s": time.perf_counter() - started,
             }
             metrics.write(record)
+            if step % config.sft.save_every == 0 or step == total:
+                save_checkpoint(out, model, optimizer, SftPosition(step=step, data_digest=digest))
             progress(step, total, f"sft step {step}/{total}  loss {record['loss']:.4f}  {record['time/step_s']:.1f}s")
-        model.save_pretrained(str(out / f"epoch-{epoch + 1}"))  # a crash loses at most one epoch
+        if step > done:
+            model.save_pretrained(str(out / f"epoch-{epoch + 1}"))
     optimizer.zero_grad(set_to_none=True)
     del optimizer  # its state and the gradients: the eval below needs the memory
     final = out / "final"
