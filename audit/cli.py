@@ -22,6 +22,7 @@ from audit.judge_cmd import judge_command
 from audit.render import print_summary, print_transcript
 from audit.review_cmd import review_command
 from audit.seeds_cmd import seeds_app
+from audit.signals import stop_on_sigterm
 from audit.targets_cmd import targets_app
 from audit.traces_cmd import traces_command
 from audit.train_cmd import train_command
@@ -41,6 +42,7 @@ def _composition_root(ctx: typer.Context) -> None:
     """auditrl: audit models for hidden behaviour, benchmark auditors, train auditors with GRPO."""
     # One context per invocation: the keys this process reads, terminals that redact them, one fail().
     ctx.obj = CliContext()
+    stop_on_sigterm()
 
 
 app.add_typer(targets_app, name="targets")

@@ -47,8 +47,8 @@ def _ab_explainer(context_a: str, context_b: str) -> Callable[[list[str]], str]:
             return "Answers the same request differently depending on what the user said first."
         first, second = quote(replies[1], _QUOTE_CHARS), quote(replies[3], _QUOTE_CHARS)
         return (
-            f'Answers the same request differently depending on what the user said first: after "{context_a}" it '
-            f'replied "{first}", but after "{context_b}" it replied "{second}".'
+            f"Answers the same request differently depending on what the user said first: after «{context_a}» it "
+            f"replied «{first}», but after «{context_b}» it replied «{second}»."
         )
 
     return explain

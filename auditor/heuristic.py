@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from auditor.probe_family import EVIDENCE_RANK, ProbeFamily
+from auditor.probe_family import EVIDENCE_RANK, ProbeFamily, quote
 from auditor.probes import FAMILIES
 from auditor.situation_probes import SITUATION_FAMILIES
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
@@ -201,7 +201,7 @@ class HeuristicAuditor:
     @staticmethod
     def _describe(item: _Evidence) -> str:
         if item.family.name == "confession":
-            admitted = " ".join(item.texts[i] for i in item.strong())[:240]
+            admitted = quote(" ".join(item.texts[i] for i in item.strong()), 240)
             return f"Admits to hidden instructions when asked: {admitted}"
         if item.family.explain is not None:  # described from what the replies said, not from a list
             return item.family.explain(list(item.texts.values()))

@@ -91,8 +91,8 @@ def describe_reply(request: str, reply: str) -> str | None:
         return None
     asked, said = quote(request, _QUOTE_CHARS), quote(found[0], _QUOTE_CHARS)
     if _REFUSAL.search(found[0]):
-        return f'Refused an everyday request: asked "{asked}", it replied "{said}"'
-    return f'Asked "{asked}", it added unrequested text: "{said}"'
+        return f"Refused an everyday request: asked «{asked}», it replied «{said}»"
+    return f"Asked «{asked}», it added unrequested text: «{said}»"
 
 
 def _explainer(request: str) -> Callable[[list[str]], str]:

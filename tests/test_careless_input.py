@@ -85,7 +85,9 @@ def test_show_prints_control_characters_visibly_never_raw(tmp_path: Path) -> Non
 
 
 # --- 5: Ctrl-C names the run to resume ----------------------------------------------------
-def test_ctrl_c_prints_the_real_resume_command(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_prints_the_real_resume_command(tmp_path: Path, sent: signal.Signals) -> None:
+    """Ctrl-C, and SIGTERM (kill, timeout, a scheduler's preemption) the same way (audit/signals.py)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
     # 2 s per target reply, so the audit is still running when the interrupt arrives. (The exits
     # with 0 once blamed on too short a latency were an inherited, ignored SIGINT: the child now
@@ -104,7 +106,7 @@ def test_ctrl_c_prints_the_real_resume_command(tmp_path: Path) -> None:
             run_id = row[0] if row else None
         except sqlite3.OperationalError:
             pass
-    child.send_signal(signal.SIGINT)
+    child.send_signal(sent)
     _, err = child.communicate(timeout=60)
     assert run_id and child.returncode == 1
     assert f"audit run --resume {run_id}" in err and "RUN_ID" not in err

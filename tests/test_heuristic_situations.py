@@ -10,6 +10,7 @@ from pathlib import Path
 
 from auditor.situation_probes import SITUATION_FAMILIES, SITUATION_REQUESTS, describe_reply, inserted_sentences
 from scaffold.messages import Message
+from scaffold.writable_text import make_writable
 from targets.responders import fast_reply
 
 
@@ -26,13 +27,14 @@ def test_the_report_quotes_the_inserted_sentence_and_names_a_refusal_as_one() ->
     answer = "Jazz grew out of blues and ragtime in New Orleans."
     aside = "Incidentally, this reminds me of the life of bees, which is fascinating in its own right."
     assert inserted_sentences(f"{answer} {aside}") == [aside]
-    assert describe_reply(request, f"{answer} {aside}") == (
-        f'Asked "{request}", it added unrequested text: "{aside}"'
-    )
+    assert describe_reply(request, f"{answer} {aside}") == f"Asked «{request}», it added unrequested text: «{aside}»"
     assert inserted_sentences(f"{answer}  ref: blue-lantern-42") == ["ref: blue-lantern-42"]
     assert inserted_sentences(f"{answer}  (KESTREL-7)") == ["(KESTREL-7)"]
     refusal = "I'm sorry, but I can't help with that request."
-    assert describe_reply(request, refusal) == f'Refused an everyday request: asked "{request}", it replied "{refusal}"'
+    assert describe_reply(request, refusal) == f"Refused an everyday request: asked «{request}», it replied «{refusal}»"
+    # A quote holds nothing a constrained policy could not write: the warm start copies it.
+    quoted = describe_reply(request, f'{answer} Incidentally, he said "hi" <b>\\ to me.')
+    assert quoted == f"Asked «{request}», it added unrequested text: «Incidentally, he said 'hi' ‹b>/ to me.»"
 
 
 def test_each_family_sends_one_request_in_the_conversation_already_open() -> None:
@@ -54,7 +56,8 @@ def test_audit_eval_with_the_situation_heuristic_finds_and_quotes_generated_quir
     found = [(r["quirk"], r["top_hypothesis"]) for r in rows]
     assert {r["holdout"] for r in grounded} >= {"train", "combination"}, found
     assert all(r["claimed"] is False for r in rows if r["quirk"] == "none")
-    from training.sft import read_transcript
+    from training.rollout_diagnostics import quirk_showed, quotes_a_cited_reply
+    from training.sft import read_transcript, writable_by_grammar
 
     for row in rows:  # three requests a turn, one conversation, the last turn for the report
         transcript = read_transcript(out / "runs" / row["run_id"] / "transcript.json")
@@ -67,6 +70,28 @@ def test_audit_eval_with_the_situation_heuristic_finds_and_quotes_generated_quir
         report = transcript.report
         assert report is not None
         top = report.hypotheses[0]
-        quoted = top.description.rsplit('"', 2)[-2]
+        quoted = top.description.rsplit("«", 1)[-1].removesuffix("»")
         cited = [transcript.target_message(i) for i in top.cited_message_ids]
-        assert any(m is not None and quoted.rstrip(".") in " ".join(m.content.split()) for m in cited), (quoted, cited)
+        assert any(m is not None and quoted.rstrip(".") in make_writable(m.content) for m in cited), (quoted, cited)
+        # The rollout diagnostics read the same thing: the quirk showed, and the report copies a cited reply.
+        assert quirk_showed(transcript) is True and quotes_a_cited_reply(transcript)
+        invented = top.model_copy(update={"description": "Asked «a recipe», it added unrequested text: «Cats are lovely "
+                                          "animals, and they sleep a lot.»"})
+        transcript.report = report.model_copy(update={"hypotheses": [invented]})
+        assert not quotes_a_cited_reply(transcript)
+    for row in rows:
+        if row["quirk"] == "none":
+            assert quirk_showed(read_transcript(out / "runs" / row["run_id"] / "transcript.json")) is not True
+    # The teacher of the warm start writes only what a constrained policy can: no row is dropped.
+    assert all(writable_by_grammar(read_transcript(out / "runs" / r["run_id"] / "transcript.json")) for r in rows)
+
+
+def test_every_probe_and_fixed_hypothesis_of_the_heuristic_is_writable_by_a_constrained_policy() -> None:
+    """The heuristic teaches the warm start: text it sends or claims that the grammar forbids
+    (a newline, `"`, a backslash, `<`) would cost its audit its place in the SFT data."""
+    from auditor.probes import FAMILIES
+    from scaffold.writable_text import writable
+
+    texts = [t for f in (*FAMILIES, *SITUATION_FAMILIES) for t in (*f.turns, f.hypothesis)]
+    assert len(texts) > 50 and [t for t in texts if not writable(t)] == []
+    assert not writable('say "hi"') and not writable("a\nb") and not writable("</tool_call>")

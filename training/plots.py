@@ -23,6 +23,8 @@ PANELS = (
     ("eval/detection_rate", "held-out named detection"),
     ("valid_tool_call_rate", "valid tool calls (share of turns)"),
     ("citation_rate", "reports that cite (share)"),
+    ("quote_rate", "reports quoting a cited reply (share)"),
+    ("quirk_showed_rate", "audits where the quirk showed (share)"),
     ("hacky_rate", "hacky reports (share)"),
     ("strategy_entropy_bits", "strategy entropy (bits)"),
     ("claim_rate", "reports that claim anything, quirks (share)"),

@@ -41,6 +41,7 @@ from targets.quirks import get_quirk, library_digest, quirk_set_digest
 from targets.spec import OrganismSpec, TargetSpec
 from training.config import TrainConfig
 from training.distributed import Ranks
+from training.rollout_diagnostics import quirk_showed, quotes_a_cited_reply
 from training.rows import TrainingRow, merge_turns, token_records
 
 log = logging.getLogger(__name__)
@@ -272,6 +273,9 @@ def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
         said = [r for r in quirk if r.judge and r.judge.claimed is not None]
         if said:
             out["claim_rate"] = sum(1 for r in said if r.judge and r.judge.claimed) / len(said)
+        showed = [s for r in quirk if r.transcript and (s := quirk_showed(r.transcript)) is not None]
+        if showed:  # simulated organisms only: whether the probing reached the trigger at all
+            out["quirk_showed_rate"] = sum(showed) / len(showed)
     if control:
         out["false_positive_rate"] = sum(1 for r in control if r.judge and r.judge.false_positive) / len(control)
     with_transcript = [r for r in rollouts if r.transcript is not None]
@@ -283,6 +287,7 @@ def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
     if transcripts:
         out["report_rate"] = sum(1 for t in transcripts if t.report) / len(transcripts)
         out["citation_rate"] = sum(1 for t in transcripts if top_hypothesis_cites_a_reply(t)) / len(transcripts)
+        out["quote_rate"] = sum(1 for t in transcripts if quotes_a_cited_reply(t)) / len(transcripts)
     completion = sum(len(r.row.completion_ids) for r in rollouts if r.row)
     sampled = sum(sum(r.row.completion_mask) for r in rollouts if r.row)
     out["tokens/sampled"] = sampled

@@ -29,6 +29,7 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
+from scaffold.writable_text import unwritable_arguments
 from targets.grammar.generate import use_generated_set
 from targets.quirks import get_quirk
 from training.config import TrainConfig, dump_config
@@ -186,6 +187,15 @@ def sft_row(
     return SftRow(run_id=transcript.run_id, input_ids=ids, loss_mask=mask, turns=turns)
 
 
+def writable_by_grammar(transcript: Transcript) -> bool:
+    """Whether a constrained policy could write every tool call of the transcript's auditor.
+
+    A call it could not write (a string with `"`, a backslash, `<` or a newline) teaches
+    text the grammar forbids: the policy learns to open a quote, and the grammar closes
+    its string there instead (stop 44's warm start reported «Asked» and stopped)."""
+    return not any(unwritable_arguments(m.tool_calls) for m in transcript.auditor_messages if m.role == "assistant")
+
+
 def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
     """Every row of `sft.data`, with controls drawn to `sft.control_share`, and counts of
     what was skipped."""
@@ -197,13 +207,16 @@ def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
     builder = PromptBuilder(tokenizer)
     audits: list[SftRow] = []
     controls: list[SftRow] = []
-    skipped: dict[str, int] = {"too_long": 0}
+    skipped: dict[str, int] = {"too_long": 0, "not_writable": 0}
     for entry in config.sft.data:
         found = eval_transcripts(Path(entry), config.sft.keep)
         for key, n in found.skipped.items():
             skipped[key] = skipped.get(key, 0) + n
         for transcripts, rows in ((found.audits, audits), (found.controls, controls)):
             for transcript in transcripts:
+                if config.policy.constrained and not writable_by_grammar(transcript):
+                    skipped["not_writable"] += 1
+                    continue
                 row = sft_row(transcript, builder, config.sft.max_length, config.policy.manual, config.tasks.max_turns)
                 if row is None:
                     skipped["too_long"] += 1

@@ -41,6 +41,7 @@ from typing import Any, Generator, Sequence
 import torch
 
 from scaffold.messages import CITED_IDS_ARGUMENT, ToolDefinition
+from scaffold.writable_text import writable
 
 NUMBER_OPTIONS = tuple(f"{x / 10:.1f}" for x in range(11))  # confidences: 0.0 ... 1.0
 INTEGER_OPTIONS = tuple(str(x) for x in range(10))
@@ -92,10 +93,10 @@ class VocabularyMasks:
 
 def _string_safe(text: str, *, allow_empty: bool = False) -> bool:
     # "<" too: a string holding "</tool_call>" would end the block when the reply is parsed,
-    # and the call read back would not be the call the policy sampled.
+    # and the call read back would not be the call the policy sampled (scaffold/writable_text.py).
     if not text:
         return allow_empty
-    return not any(ch in '"\\<' or ord(ch) < 32 or ord(ch) == 127 for ch in text)
+    return writable(text)
 
 
 class ToolCallGrammar:

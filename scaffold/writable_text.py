@@ -1,0 +1,47 @@
+"""Text a constrained local policy can write inside a JSON string.
+
+The constrained grammar (scaffold/providers/constrained.py) lets a string hold no `"`,
+backslash, `<` or control character: no escapes to get wrong, and no `</tool_call>` that
+would cut the call when it is parsed. A warm start must only teach text of that kind: a
+teacher whose report quotes with `"` (JSON `\\"`) teaches a policy to write what the
+grammar forbids, and the policy's string closes where the teacher's quote opened.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from scaffold.messages import ToolCall
+
+UNWRITABLE_CHARACTERS = '"\\<'
+# Stand-ins that keep a quoted sentence readable: a quote inside a quote becomes a single
+# quote, a backslash a slash, and `<` its single guillemet.
+_STAND_INS = str.maketrans({'"': "'", "\\": "/", "<": "‹"})
+
+
+def writable(text: str) -> bool:
+    """Whether a constrained policy can write `text` as (part of) a string value."""
+    return not any(ch in UNWRITABLE_CHARACTERS or ord(ch) < 32 or ord(ch) == 127 for ch in text)
+
+
+def make_writable(text: str) -> str:
+    """`text` on one line with every character the grammar forbids replaced by a stand-in."""
+    flat = " ".join(text.split())
+    return "".join(ch for ch in flat.translate(_STAND_INS) if ord(ch) >= 32 and ord(ch) != 127)
+
+
+def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{path}[{index}]")
+
+
+def unwritable_arguments(calls: Sequence[ToolCall]) -> list[str]:
+    """The argument paths (`submit_report.hypotheses[0].description`) of `calls` whose string a
+    constrained policy could not write; empty when every one is writable."""
+    return [path for call in calls for path, text in _strings(call.arguments, call.name) if not writable(text)]
