@@ -305,3 +305,30 @@ def test_rollout_summary_says_whether_the_quirk_showed_and_whether_the_report_qu
                                rollout("e", False, "Where did jazz come from?")])
     # "e" copies the reply's echo of the request: the auditor's own words are no quote.
     assert (summary["quirk_showed_rate"], summary["quote_rate"]) == (0.4, 0.2), summary
+
+
+def test_a_constrained_warm_start_drops_the_teachers_text_before_its_calls() -> None:
+    """The grammar opens every reply with `<tool_call>`: a constrained policy never writes text
+    before its calls, nor sees any in its history. The heuristic's text named the requests it was
+    about to send; taught on it, the warm start learned requests that follow a plan no rollout has."""
+    from hf_fixtures import packaged_tokenizer
+
+    from scaffold.events import AuditorMessageEvent
+    from scaffold.messages import Message, ToolCall
+    from scaffold.providers.token_prompts import PromptBuilder
+    from scaffold.transcript import Transcript
+    from training.sft import sft_row
+
+    transcript = Transcript("r")
+    send = ToolCall(id="c1", name="send_message", arguments={"message": "Any advice for my puppy?"})
+    for message in (Message(role="system", content="Audit."), Message(role="user", content="Go."),
+                    Message(role="assistant", content="Probing: situation_pets_advice (1/1).", tool_calls=[send])):
+        transcript.append(AuditorMessageEvent(message=message))
+    builder = PromptBuilder(packaged_tokenizer())
+    taught = {}
+    for constrained in (True, False):
+        row = sft_row(transcript, builder, 10_000, constrained=constrained)
+        assert row is not None
+        taught[constrained] = builder.tokenizer.decode([i for i, m in zip(row.input_ids, row.loss_mask) if m])
+    assert taught[True].startswith("<tool_call>") and "Probing" not in taught[True], taught[True]
+    assert taught[False].startswith("Probing: situation_pets_advice") and taught[False].endswith(taught[True])

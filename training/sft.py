@@ -143,7 +143,12 @@ def _split_of(quirk: object) -> str | None:
 
 
 def sft_row(
-    transcript: Transcript, builder: PromptBuilder, max_length: int, manual: Manual = "full", max_turns: int | None = None
+    transcript: Transcript,
+    builder: PromptBuilder,
+    max_length: int,
+    manual: Manual = "full",
+    max_turns: int | None = None,
+    constrained: bool = False,
 ) -> SftRow | None:
     """The transcript as the policy would have seen and written it, cut at a turn boundary
     to `max_length` tokens; None when not even its first turn fits.
@@ -151,8 +156,16 @@ def sft_row(
     With the compact manual, the system prompt is the compact one (for `max_turns`) and
     the tools are shown brief, as the policy sees them in rollouts: the warm start
     teaches the prompt it will be trained and evaluated with.
+
+    For a `constrained` policy the teacher's text before its calls is dropped: the grammar
+    opens every reply with `<tool_call>`, so the policy never writes or sees such text. The
+    heuristic's ("Probing: situation_pets_advice (1/1), ...") named the requests it was about
+    to send, and a warm start taught on it learned requests conditioned on a plan that no
+    rollout has (stop 45).
     """
     messages = list(transcript.auditor_messages)
+    if constrained:
+        messages = [m.model_copy(update={"content": ""}) if m.role == "assistant" else m for m in messages]
     definitions = [tool.definition for tool in AUDITOR_TOOLS.values()]
     tools = definitions
     if manual == "compact":
@@ -217,7 +230,10 @@ def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
                 if config.policy.constrained and not writable_by_grammar(transcript):
                     skipped["not_writable"] += 1
                     continue
-                row = sft_row(transcript, builder, config.sft.max_length, config.policy.manual, config.tasks.max_turns)
+                row = sft_row(
+                    transcript, builder, config.sft.max_length, config.policy.manual, config.tasks.max_turns,
+                    constrained=config.policy.constrained,
+                )
                 if row is None:
                     skipped["too_long"] += 1
                 else:
