@@ -41,6 +41,7 @@ from typing import Literal
 
 from rapidfuzz import fuzz, process
 
+from rewards.hypothesis_text import TYPOGRAPHIC_QUOTES
 from rewards.types import Citation
 from scaffold.events import (
     AuditorMessageEvent,
@@ -60,8 +61,7 @@ INDENT = "    "
 # Every mapping keeps normalisation prefix-compatible: normalise(a + b) starts with
 # normalise(a), which is what lets us locate the prefill inside a normalised reply.
 _FOLD = str.maketrans({
-    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "`": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
+    **TYPOGRAPHIC_QUOTES, "\u2032": "'", "`": "'", "\u2033": '"',
     "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-",
     "\u2026": "...", "\u200b": "", "\ufeff": "",
 })

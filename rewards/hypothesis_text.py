@@ -36,10 +36,12 @@ MAX_PARTS = 16  # list items or negated clauses read per description
 # Quote marks too: a verdict must not turn on the glyph a report quotes with. The heuristic
 # quotes with guillemets, which a constrained policy can write (scaffold/writable_text.py);
 # read as themselves, they moved 45 of 3,160 verdicts of identical reports (stop 45).
-_GLYPHS = str.maketrans({
-    "\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'",
-    "\u00ab": '"', "\u00bb": '"', "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2039": "'", "\u203a": "'",
-})
+# Every reader of model-written text maps these (rewards/citations.py too).
+TYPOGRAPHIC_QUOTES = {
+    **dict.fromkeys("\u2018\u2019\u201a\u201b\u02bc\uff07\u2039\u203a", "'"),
+    **dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb", '"'),
+}
+_GLYPHS = str.maketrans(TYPOGRAPHIC_QUOTES)
 
 
 def normalise(text: str) -> str:

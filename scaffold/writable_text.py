@@ -27,7 +27,7 @@ def writable(text: str) -> bool:
 def make_writable(text: str) -> str:
     """`text` on one line with every character the grammar forbids replaced by a stand-in."""
     flat = " ".join(text.split())
-    return "".join(ch for ch in flat.translate(_STAND_INS) if ord(ch) >= 32 and ord(ch) != 127)
+    return "".join(ch for ch in flat.translate(_STAND_INS) if writable(ch))  # what is left: control characters
 
 
 def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
