@@ -9,10 +9,6 @@ grammar forbids, and the policy's string closes where the teacher's quote opened
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
-
-from scaffold.messages import ToolCall
-
 UNWRITABLE_CHARACTERS = '"\\<'
 # Stand-ins that keep a quoted sentence readable: a quote inside a quote becomes a single
 # quote, a backslash a slash, and `<` its single guillemet.
@@ -28,20 +24,3 @@ def make_writable(text: str) -> str:
     """`text` on one line with every character the grammar forbids replaced by a stand-in."""
     flat = " ".join(text.split())
     return "".join(ch for ch in flat.translate(_STAND_INS) if writable(ch))  # what is left: control characters
-
-
-def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{path}[{index}]")
-
-
-def unwritable_arguments(calls: Sequence[ToolCall]) -> list[str]:
-    """The argument paths (`submit_report.hypotheses[0].description`) of `calls` whose string a
-    constrained policy could not write; empty when every one is writable."""
-    return [path for call in calls for path, text in _strings(call.arguments, call.name) if not writable(text)]

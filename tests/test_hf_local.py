@@ -7,6 +7,7 @@ what was sampled, its logprobs are what the model assigns, and batching changes 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -256,3 +257,51 @@ def test_cache_is_built_atomically(tmp_path, monkeypatch) -> None:
     assert not local_weights.cache_is_valid(target, gguf)
     local_weights.build_cache(gguf, target)
     assert local_weights.cache_is_valid(target, gguf)
+
+
+def test_grouped_key_value_heads_give_the_same_logits_as_copied_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CPU the provider lets SDPA read grouped key/value heads (repeat_kv was 32% of a profiled
+    eval). The tiny Llama has 4 query heads over 2 key/value heads: a cached, left-padded decode
+    pass and a forward+backward must give the logits and gradients of the copying path."""
+    from scaffold.providers.local_weights import GQA_ENV, load_model_and_tokenizer
+
+    model = tiny_model()
+    assert model.config.num_key_value_heads < model.config.num_attention_heads
+    prompt = torch.randint(0, 500, (2, 30), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(2, 33, dtype=torch.long)
+    mask[1, :7] = 0
+    chunk = torch.randint(0, 500, (2, 3), generator=torch.Generator().manual_seed(1))
+    from transformers.integrations import sdpa_attention
+
+    copies = {"n": 0}
+    real_repeat_kv = sdpa_attention.repeat_kv
+
+    def counting_repeat_kv(states: torch.Tensor, n_rep: int) -> torch.Tensor:
+        copies["n"] += 1
+        return real_repeat_kv(states, n_rep)
+
+    monkeypatch.setattr(sdpa_attention, "repeat_kv", counting_repeat_kv)
+    results, copied_heads = {}, {}
+    for value in ("0", "1"):
+        monkeypatch.setenv(GQA_ENV, value)
+        copies["n"] = 0
+        with torch.no_grad():
+            cache = model(input_ids=prompt, attention_mask=mask[:, :30], use_cache=True).past_key_values
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, 30:]
+            decoded = model(input_ids=chunk, attention_mask=mask, position_ids=positions, past_key_values=cache).logits
+        model.zero_grad(set_to_none=True)
+        logits = model(input_ids=prompt).logits
+        logits.logsumexp(-1).mean().backward()
+        grad = model.model.layers[0].self_attn.k_proj.weight.grad.clone()
+        model.zero_grad(set_to_none=True)
+        results[value], copied_heads[value] = (decoded, logits.detach(), grad), copies["n"]
+    assert copied_heads["0"] > 0 and copied_heads["1"] == 0, copied_heads  # both paths ran
+    for copied, grouped in zip(results["0"], results["1"]):
+        assert torch.allclose(copied, grouped, atol=1e-5), (copied - grouped).abs().max()
+    # Loading a model for CPU turns it on, unless the user chose otherwise.
+    monkeypatch.delenv(GQA_ENV)
+    load_model_and_tokenizer(resolve_local_model("smollm2-135m"))
+    assert os.environ[GQA_ENV] == "1"
+    monkeypatch.setenv(GQA_ENV, "0")
+    load_model_and_tokenizer(resolve_local_model("smollm2-135m"))
+    assert os.environ[GQA_ENV] == "0"

@@ -83,19 +83,50 @@ def test_sft_keeps_audits_by_their_verdict(tmp_path: Path) -> None:
         load_config(SMOKE, {"reward.weights.control_credit": 0.5, "tasks.include_control": True, "reward.family": "binary"})
 
 
+def test_sft_collects_audits_that_rightly_claimed_nothing(tmp_path: Path) -> None:
+    """`sft.silent_share`: a warm start taught only grounded audits learns that a report always
+    claims (stop 46: 8 of 10 clean targets). The audits it may learn silence from claimed nothing
+    where the quirk never showed; not one where it showed and the teacher missed it, nor one
+    that claimed, nor one without the organism's flag."""
+    import json
+
+    from scaffold.events import TargetMessageEvent
+    from scaffold.messages import Message
+    from scaffold.transcript import Transcript
+    from training.sft import eval_transcripts
+
+    cases = {"quiet": (False, False), "missed": (False, True), "claimed": (True, False), "unflagged": (False, None)}
+    rows = [{"run_id": "g", "quirk": "flattery", "status": "completed", "grounded": True, "claimed": True}]
+    rows += [{"run_id": r, "quirk": "flattery", "status": "completed", "grounded": False, "claimed": c}
+             for r, (c, _) in cases.items()]
+    (tmp_path / "audits.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for row in rows:
+        transcript = Transcript(row["run_id"])
+        fired = cases.get(row["run_id"], (None, True))[1]
+        metadata = {} if fired is None else {"fired": fired}
+        transcript.append(TargetMessageEvent(message=Message(id="t1", role="assistant", content="Hi.", metadata=metadata)))
+        run = tmp_path / "runs" / row["run_id"]
+        run.mkdir(parents=True)
+        (run / "transcript.json").write_text(transcript.to_json())
+    found = eval_transcripts(tmp_path, "grounded", collect_silent=True)
+    assert [t.run_id for t in found.silent] == ["quiet"] and [t.run_id for t in found.audits] == ["g"]
+    assert found.skipped["not_grounded"] == 3
+    assert eval_transcripts(tmp_path, "grounded").silent == []
+
+
 def test_sft_draws_controls_to_their_share() -> None:
     """`sft.control_share`: None keeps every control, 0 none; a share draws controls
     (seeded, in their order) until they are that share of the rows, or all if too few."""
-    from training.sft import SftRow, draw_controls
+    from training.sft import SftRow, draw_to_share
 
     controls = [SftRow(run_id=f"c{k}", input_ids=[k], loss_mask=[1], turns=1) for k in range(40)]
-    assert draw_controls(controls, 30, None, 0) == controls
-    assert draw_controls(controls, 30, 0.0, 0) == []
-    drawn = draw_controls(controls, 30, 0.25, 0)
+    assert draw_to_share(controls, 30, None, 0) == controls
+    assert draw_to_share(controls, 30, 0.0, 0) == []
+    drawn = draw_to_share(controls, 30, 0.25, 0)
     assert len(drawn) == 10  # 10 of 40 rows
     assert drawn == sorted(drawn, key=lambda row: int(row.run_id[1:])) and drawn != controls[:10]
-    assert drawn == draw_controls(controls, 30, 0.25, 0) != draw_controls(controls, 30, 0.25, 1)
-    assert draw_controls(controls, 300, 0.5, 0) == controls  # 300 wanted, 40 there
+    assert drawn == draw_to_share(controls, 30, 0.25, 0) != draw_to_share(controls, 30, 0.25, 1)
+    assert draw_to_share(controls, 300, 0.5, 0) == controls  # 300 wanted, 40 there
 
 
 def test_sft_caps_the_audits_it_learns_from() -> None:
@@ -246,7 +277,7 @@ def test_a_constrained_warm_start_skips_audits_whose_calls_its_grammar_cannot_wr
     monkeypatch.setenv("AUDITRL_CACHE", str(tmp_path / "cache"))
     import json
 
-    from scaffold.events import AuditorMessageEvent
+    from scaffold.events import AuditorMessageEvent, TargetMessageEvent
     from scaffold.messages import Message, ToolCall
     from scaffold.transcript import Transcript
     from training.policy import load_base
@@ -258,6 +289,7 @@ def test_a_constrained_warm_start_skips_audits_whose_calls_its_grammar_cannot_wr
     (tmp_path / "audits.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     for run_id, description in descriptions.items():
         transcript = Transcript(run_id)
+        transcript.append(TargetMessageEvent(message=Message(id="t3", role="assistant", content="What a brilliant question!")))
         report = ToolCall(id="c1", name="submit_report", arguments={
             "hypotheses": [{"description": description, "cited_message_ids": ["t3"], "confidence": 0.5}]})
         for message in (Message(role="system", content="Audit."), Message(role="user", content="Go."),
@@ -269,7 +301,8 @@ def test_a_constrained_warm_start_skips_audits_whose_calls_its_grammar_cannot_wr
     counts = {}
     for constrained in (True, False):
         config = load_config(SMOKE, {"tasks.generated": {"seed": 0}, "sft.data": [str(tmp_path)],
-                                     "sft.keep": "grounded", "policy.constrained": constrained})
+                                     "sft.keep": "grounded", "policy.constrained": constrained,
+                                     "policy.max_tokens_per_turn": 160})
         _, tokenizer = load_base(config)
         data = load_sft_data(config, tokenizer)
         counts[constrained] = (len(data.rows), data.skipped["not_writable"])
@@ -307,28 +340,84 @@ def test_rollout_summary_says_whether_the_quirk_showed_and_whether_the_report_qu
     assert (summary["quirk_showed_rate"], summary["quote_rate"]) == (0.4, 0.2), summary
 
 
-def test_a_constrained_warm_start_drops_the_teachers_text_before_its_calls() -> None:
-    """The grammar opens every reply with `<tool_call>`: a constrained policy never writes text
-    before its calls, nor sees any in its history. The heuristic's text named the requests it was
-    about to send; taught on it, the warm start learned requests that follow a plan no rollout has."""
+def test_a_constrained_warm_start_teaches_the_grammars_own_tokens() -> None:
+    """Teacher forcing tokenized calls naturally, and SmolLM2 ends a call as `?"` + `}}`: the
+    grammar closes the string and offers `, "prefill": ` or `}`, so the taught `}}` was masked and
+    the choice fell to `prefill` (89 of 163 held-out calls, stop 45). Every taught id must be one
+    the grammar allows at its step. The teacher's text before its calls is dropped (the grammar
+    opens every reply with `<tool_call>`), its keys put in the grammar's order with the cited ids
+    required once a reply is citable, and its confidence snapped to the grammar's grid."""
     from hf_fixtures import packaged_tokenizer
 
-    from scaffold.events import AuditorMessageEvent
+    from scaffold.events import AuditorMessageEvent, TargetMessageEvent
     from scaffold.messages import Message, ToolCall
     from scaffold.providers.token_prompts import PromptBuilder
     from scaffold.transcript import Transcript
-    from training.sft import sft_row
+    from training.sft import constrained_aligner, sft_row
 
     transcript = Transcript("r")
     send = ToolCall(id="c1", name="send_message", arguments={"message": "Any advice for my puppy?"})
-    for message in (Message(role="system", content="Audit."), Message(role="user", content="Go."),
-                    Message(role="assistant", content="Probing: situation_pets_advice (1/1).", tool_calls=[send])):
-        transcript.append(AuditorMessageEvent(message=message))
-    builder = PromptBuilder(packaged_tokenizer())
-    taught = {}
-    for constrained in (True, False):
-        row = sft_row(transcript, builder, 10_000, constrained=constrained)
-        assert row is not None
-        taught[constrained] = builder.tokenizer.decode([i for i, m in zip(row.input_ids, row.loss_mask) if m])
-    assert taught[True].startswith("<tool_call>") and "Probing" not in taught[True], taught[True]
-    assert taught[False].startswith("Probing: situation_pets_advice") and taught[False].endswith(taught[True])
+    finding = ToolCall(id="c2", name="record_finding", arguments={
+        "confidence": 0.55, "cited_message_ids": ["t1"], "claim": "Asked «my puppy», it praised me."})
+    events = [
+        AuditorMessageEvent(message=Message(id="a1", role="system", content="Audit.")),
+        AuditorMessageEvent(message=Message(id="a2", role="user", content="Go.")),
+        AuditorMessageEvent(message=Message(id="a3", role="assistant", content="Probing: pets (1/1).", tool_calls=[send])),
+        TargetMessageEvent(message=Message(id="t1", role="assistant", content="What a wise owner you are! Try a sandpit.")),
+        AuditorMessageEvent(message=Message(id="a4", role="tool", content="t1: What a wise owner...", tool_call_id="c1")),
+        AuditorMessageEvent(message=Message(id="a5", role="assistant", content="", tool_calls=[finding])),
+    ]
+    for event in events:
+        transcript.append(event)
+    tokenizer = packaged_tokenizer()
+    builder = PromptBuilder(tokenizer)
+    config = load_config(SMOKE, {"policy.max_calls_per_turn": 1, "policy.max_tokens_per_turn": 160})
+    aligner = constrained_aligner(config, tokenizer)
+    aligned = aligner.align(transcript)
+    assert aligned is not None
+    row = sft_row(transcript, builder, 10_000, aligned=aligned)
+    assert row is not None and row.turns == 2
+    # The taught spans, turn by turn: each is walked through the grammar the policy samples under.
+    spans, span = [], []
+    for token, taught in zip(row.input_ids, row.loss_mask):
+        if taught:
+            span.append(token)
+        elif span:
+            spans, span = spans + [span], []
+    spans += [span] if span else []
+    natural_differs = False
+    for citable, ids in zip(((), ("t1",)), spans):
+        state = aligner.grammar(citable).start(config.policy.max_tokens_per_turn)
+        for token in ids:
+            allowed = state.allowed()
+            masks = aligner.masks
+            assert (bool(masks.body[token] or masks.close[token]) if allowed is None else token in allowed), (
+                tokenizer.decode(ids), tokenizer.decode([token]))
+            state.advance(token)
+        assert state.done
+        natural_differs |= builder.encode(tokenizer.decode(ids)) != ids
+    assert natural_differs  # the case that broke stop 45's warm start is in this test
+    texts = [tokenizer.decode(ids) for ids in spans]
+    assert texts[0].startswith("<tool_call>") and "Probing" not in texts[0], texts[0]
+    assert '{"claim": "Asked «my puppy», it praised me.", "cited_message_ids": ["t1"], "confidence": 0.6}' in texts[1]
+
+
+def test_a_constrained_warm_start_leaves_out_an_audit_citing_what_was_not_yet_said() -> None:
+    """A citation of an id no reply had when the call was written is one the grammar cannot write."""
+    from hf_fixtures import packaged_tokenizer
+
+    from scaffold.events import AuditorMessageEvent, TargetMessageEvent
+    from scaffold.messages import Message, ToolCall
+    from scaffold.transcript import Transcript
+    from training.sft import constrained_aligner
+
+    finding = ToolCall(id="c1", name="record_finding", arguments={"claim": "It flattered me.", "cited_message_ids": ["t1"]})
+    config = load_config(SMOKE, {"policy.max_calls_per_turn": 1, "policy.max_tokens_per_turn": 160})
+    aligner = constrained_aligner(config, packaged_tokenizer())
+    for reply_first, expected in ((True, True), (False, False)):
+        transcript = Transcript("r")
+        reply = TargetMessageEvent(message=Message(id="t1", role="assistant", content="What a wise owner you are!"))
+        call = AuditorMessageEvent(message=Message(id="a1", role="assistant", content="", tool_calls=[finding]))
+        for event in (reply, call) if reply_first else (call, reply):
+            transcript.append(event)
+        assert (aligner.align(transcript) is not None) is expected

@@ -254,6 +254,15 @@ class SftConfig(_Strict):
         "until they make up that share of the rows, or all of them if there are too few. Without controls the "
         "warm start learns that a report always names something; with too many it learns to find nothing.",
     )
+    silent_share: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="The share of the rows that are quirk audits `keep` leaves out in which the teacher claimed "
+        "nothing and the quirk never showed in a reply: the warm start learns to report nothing when it saw "
+        "nothing. 0 keeps none. Drawn by `seed` like controls. Without them, a warm start taught only grounded "
+        "audits claims on 8 of 10 clean targets (stop 46).",
+    )
     max_audits: int | None = Field(
         None,
         ge=1,

@@ -29,12 +29,12 @@ from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
-from scaffold.writable_text import unwritable_arguments
 from targets.grammar.generate import use_generated_set
 from targets.quirks import get_quirk
 from training.config import TrainConfig, dump_config
 from training.metrics import MetricsLog, ProgressSink, print_progress, refuse_earlier_run
 from training.policy import load_base, lora_config, rollout_sampler, uses_bf16
+from training.rollout_diagnostics import quirk_showed
 from training.sft_checkpoint import (
     SftPosition,
     data_digest,
@@ -43,6 +43,7 @@ from training.sft_checkpoint import (
     read_position,
     save_checkpoint,
 )
+from training.sft_grammar import AlignedAudit, GrammarAligner
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class SftData(BaseModel):
     rows: list[SftRow]
     skipped: dict[str, int]
     controls: int = 0  # how many of the rows are control audits
+    silent: int = 0  # how many are quirk audits that rightly claimed nothing (`sft.silent_share`)
 
 
 def read_transcript(path: Path) -> Transcript:
@@ -76,18 +78,22 @@ class EvalAudits(NamedTuple):
     audits: list[Transcript]  # train-split quirk audits kept by `keep`
     controls: list[Transcript]  # control audits that raised no false positive
     skipped: dict[str, int]  # what was left out, by reason
+    silent: list[Transcript]  # quirk audits `keep` left out that claimed nothing where nothing showed
 
 
-def eval_transcripts(directory: Path, keep: str) -> EvalAudits:
+def eval_transcripts(directory: Path, keep: str, collect_silent: bool = False) -> EvalAudits:
     """The usable transcripts of an eval directory: train-split audits that completed and,
     with `keep` identified or grounded, whose verdict says so; and the completed controls
-    with no false positive."""
+    with no false positive. With `collect_silent`, also the audits `keep` leaves out whose
+    report claimed nothing and whose target never showed its quirk (the organism's `fired`
+    flag: data selection reads the ground truth, as `keep` does through the verdict)."""
     rows_path = directory / "audits.jsonl"
     if not rows_path.exists():
         raise SpecError(f"sft.data {directory}: not an eval directory (no audits.jsonl); make one with `audit eval --out`")
     skipped = {"heldout": 0, "failed": 0, "false_positive": 0, f"not_{keep}": 0, "missing": 0}
     audits: list[Transcript] = []
     controls: list[Transcript] = []
+    silent: list[Transcript] = []
     for line in rows_path.read_text().splitlines():
         try:
             row = json.loads(line)
@@ -103,15 +109,20 @@ def eval_transcripts(directory: Path, keep: str) -> EvalAudits:
         if row.get("false_positive") is True:  # whatever `keep`: a control's report must claim nothing
             skipped["false_positive"] += 1
             continue
-        if keep != "all" and row.get(keep) is False:
-            skipped[f"not_{keep}"] += 1
-            continue
         path = directory / "runs" / row["run_id"] / "transcript.json"
+        if keep != "all" and row.get(keep) is False:
+            silent_candidate = collect_silent and row.get("claimed") is False and path.exists()
+            transcript = read_transcript(path) if silent_candidate else None
+            if transcript is not None and quirk_showed(transcript) is False:
+                silent.append(transcript)
+            else:
+                skipped[f"not_{keep}"] += 1
+            continue
         if not path.exists():
             skipped["missing"] += 1
             continue
         (controls if split == "control" else audits).append(read_transcript(path))
-    return EvalAudits(audits, controls, skipped)
+    return EvalAudits(audits, controls, skipped, silent)
 
 
 def cap_audits(audits: list[SftRow], most: int | None, seed: int) -> list[SftRow]:
@@ -122,16 +133,17 @@ def cap_audits(audits: list[SftRow], most: int | None, seed: int) -> list[SftRow
     return [row for k, row in enumerate(audits) if k in chosen]
 
 
-def draw_controls(controls: list[SftRow], n_audits: int, share: float | None, seed: int) -> list[SftRow]:
-    """The control rows to learn from: all of them (`share` None), or a seeded draw that
-    makes them `share` of the rows next to `n_audits` quirk rows (all, if too few)."""
+def draw_to_share(rows: list[SftRow], n_audits: int, share: float | None, seed: int) -> list[SftRow]:
+    """The rows of one kind (controls, silent audits) to learn from: all of them (`share`
+    None), or a seeded draw that makes them `share` of the rows next to `n_audits` quirk
+    rows (all, if too few)."""
     if share is None:
-        return controls
+        return rows
     wanted = round(share * n_audits / (1 - share))
-    if wanted >= len(controls):
-        return controls
-    kept = set(random.Random(seed).sample(range(len(controls)), wanted))
-    return [row for k, row in enumerate(controls) if k in kept]
+    if wanted >= len(rows):
+        return rows
+    kept = set(random.Random(seed).sample(range(len(rows)), wanted))
+    return [row for k, row in enumerate(rows) if k in kept]
 
 
 def _split_of(quirk: object) -> str | None:
@@ -148,7 +160,7 @@ def sft_row(
     max_length: int,
     manual: Manual = "full",
     max_turns: int | None = None,
-    constrained: bool = False,
+    aligned: AlignedAudit | None = None,
 ) -> SftRow | None:
     """The transcript as the policy would have seen and written it, cut at a turn boundary
     to `max_length` tokens; None when not even its first turn fits.
@@ -157,15 +169,12 @@ def sft_row(
     the tools are shown brief, as the policy sees them in rollouts: the warm start
     teaches the prompt it will be trained and evaluated with.
 
-    For a `constrained` policy the teacher's text before its calls is dropped: the grammar
-    opens every reply with `<tool_call>`, so the policy never writes or sees such text. The
-    heuristic's ("Probing: situation_pets_advice (1/1), ...") named the requests it was about
-    to send, and a warm start taught on it learned requests conditioned on a plan that no
-    rollout has (stop 45).
+    For a constrained policy, `aligned` (training/sft_grammar.py) is the audit as its grammar
+    writes it: no text before the calls (the heuristic's "Probing: situation_pets_advice
+    (1/1), ..." named the requests it was about to send, a plan no rollout has; stop 45), and
+    each reply in the grammar's tokens rather than the natural ones.
     """
-    messages = list(transcript.auditor_messages)
-    if constrained:
-        messages = [m.model_copy(update={"content": ""}) if m.role == "assistant" else m for m in messages]
+    messages = list(aligned.messages if aligned is not None else transcript.auditor_messages)
     definitions = [tool.definition for tool in AUDITOR_TOOLS.values()]
     tools = definitions
     if manual == "compact":
@@ -189,6 +198,10 @@ def sft_row(
         reply = closed[len(prompt) :]
         reply = reply[: reply.index(stop) + len(stop)] if stop in reply else reply
         env_ids, reply_ids = builder.encode(prompt[len(consumed) :]), builder.encode(reply)
+        if aligned is not None:
+            if reply != aligned.reply_text[message.id] + stop:
+                break  # the template writes the calls otherwise than the grammar: stop at what is exact
+            reply_ids = aligned.reply_ids[message.id]
         if len(ids) + len(env_ids) + len(reply_ids) > max_length:
             break
         ids += env_ids + reply_ids
@@ -200,39 +213,39 @@ def sft_row(
     return SftRow(run_id=transcript.run_id, input_ids=ids, loss_mask=mask, turns=turns)
 
 
-def writable_by_grammar(transcript: Transcript) -> bool:
-    """Whether a constrained policy could write every tool call of the transcript's auditor.
-
-    A call it could not write (a string with `"`, a backslash, `<` or a newline) teaches
-    text the grammar forbids: the policy learns to open a quote, and the grammar closes
-    its string there instead (stop 44's warm start reported «Asked» and stopped)."""
-    return not any(unwritable_arguments(m.tool_calls) for m in transcript.auditor_messages if m.role == "assistant")
+def constrained_aligner(config: TrainConfig, tokenizer: Any) -> GrammarAligner:
+    """The grammar a constrained policy of `config` writes its replies in, for aligning teacher audits."""
+    tools = [tool.definition for tool in AUDITOR_TOOLS.values()]
+    policy = config.policy
+    return GrammarAligner(tokenizer, tools, max_calls=policy.max_calls_per_turn, max_tokens=policy.max_tokens_per_turn)
 
 
 def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
-    """Every row of `sft.data`, with controls drawn to `sft.control_share`, and counts of
-    what was skipped."""
+    """Every row of `sft.data`, with controls drawn to `sft.control_share` and silent audits
+    to `sft.silent_share`, and counts of what was skipped."""
     if not config.sft.data:
         raise SpecError("the sft stage needs sft.data: eval directories of stored audits (`audit eval --out DIR`)")
     if config.tasks.generated is not None:
         # The rows name generated quirks: without their set, every one would read as unknown and be skipped.
         use_generated_set(config.tasks.generated)
     builder = PromptBuilder(tokenizer)
+    aligner = constrained_aligner(config, tokenizer) if config.policy.constrained else None
     audits: list[SftRow] = []
     controls: list[SftRow] = []
+    silent: list[SftRow] = []
     skipped: dict[str, int] = {"too_long": 0, "not_writable": 0}
     for entry in config.sft.data:
-        found = eval_transcripts(Path(entry), config.sft.keep)
+        found = eval_transcripts(Path(entry), config.sft.keep, collect_silent=config.sft.silent_share > 0)
         for key, n in found.skipped.items():
             skipped[key] = skipped.get(key, 0) + n
-        for transcripts, rows in ((found.audits, audits), (found.controls, controls)):
+        for transcripts, rows in ((found.audits, audits), (found.controls, controls), (found.silent, silent)):
             for transcript in transcripts:
-                if config.policy.constrained and not writable_by_grammar(transcript):
+                aligned = aligner.align(transcript) if aligner is not None else None
+                if aligner is not None and aligned is None:
                     skipped["not_writable"] += 1
                     continue
                 row = sft_row(
-                    transcript, builder, config.sft.max_length, config.policy.manual, config.tasks.max_turns,
-                    constrained=config.policy.constrained,
+                    transcript, builder, config.sft.max_length, config.policy.manual, config.tasks.max_turns, aligned
                 )
                 if row is None:
                     skipped["too_long"] += 1
@@ -241,12 +254,20 @@ def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:
     kept = cap_audits(audits, config.sft.max_audits, config.seed)
     skipped["over_max_audits"] = len(audits) - len(kept)
     audits = kept
-    drawn = draw_controls(controls, len(audits), config.sft.control_share, config.seed)
+    drawn = draw_to_share(controls, len(audits), config.sft.control_share, config.seed)
     skipped["control"] = len(controls) - len(drawn)
-    rows = audits + drawn
+    quiet = draw_to_share(silent, len(audits), config.sft.silent_share, config.seed)
+    skipped["silent"] = len(silent) - len(quiet)
+    rows = audits + drawn + quiet
     if not rows:
-        raise SpecError(f"sft.data gave no usable transcripts (skipped: {skipped})")
-    return SftData(rows=rows, skipped=skipped, controls=len(drawn))
+        hint = ""
+        if skipped["not_writable"]:
+            policy = config.policy
+            hint = (f"; not_writable: the constrained policy's grammar ({policy.max_tokens_per_turn} tokens and "
+                    f"{policy.max_calls_per_turn} calls a turn) cannot write those audits' turns: raise "
+                    "policy.max_tokens_per_turn or policy.max_calls_per_turn")
+        raise SpecError(f"sft.data gave no usable transcripts (skipped: {skipped}){hint}")
+    return SftData(rows=rows, skipped=skipped, controls=len(drawn), silent=len(quiet))
 
 
 def sft_loss(model: Any, row: SftRow, device: torch.device, bf16: bool = False) -> torch.Tensor:
@@ -293,7 +314,8 @@ def run_sft(
     checkpoint = latest_checkpoint(out) if resume else None
     done = read_position(checkpoint, digest).step if checkpoint else 0
     total = config.sft.epochs * len(data.rows)
-    progress(done, total, f"sft: {len(data.rows)} transcripts ({data.controls} of them controls), "
+    quiet = f", {data.silent} silent audits" if data.silent else ""
+    progress(done, total, f"sft: {len(data.rows)} transcripts ({data.controls} of them controls{quiet}), "
                           f"{sum(len(r.input_ids) for r in data.rows)} tokens; skipped {data.skipped}"
                           + (f"; resumed after step {done}" if checkpoint else ""))
     if checkpoint:

@@ -91,6 +91,12 @@ class VocabularyMasks:
         self.string_bias = torch.where(body | close, 0.0, float("-inf"))
 
 
+def reply_stop_id(tokenizer: Any, stop_ids: set[int]) -> int:
+    """The id that ends a constrained reply: `<|im_end|>` when it is an end-of-turn id, else the lowest one."""
+    stop = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    return stop if stop in stop_ids else min(stop_ids)
+
+
 def _string_safe(text: str, *, allow_empty: bool = False) -> bool:
     # "<" too: a string holding "</tool_call>" would end the block when the reply is parsed,
     # and the call read back would not be the call the policy sampled (scaffold/writable_text.py).

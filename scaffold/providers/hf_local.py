@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ModelError
 from scaffold.providers.batcher import GenerationBatcher
-from scaffold.providers.constrained import ToolCallGrammar, VocabularyMasks
+from scaffold.providers.constrained import ToolCallGrammar, VocabularyMasks, reply_stop_id
 from scaffold.providers.decode import Completion, DecodeRequest, decode_batch
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model
 from scaffold.providers.prefix_cache import PrefixCache
@@ -216,8 +216,7 @@ class LocalChatModel:
                 width = getattr(head, "out_features", None) or getattr(self.model.config, "vocab_size", None)
                 specials = self.stop_ids | set(self.tokenizer.all_special_ids)
                 self._masks = VocabularyMasks(self.tokenizer, specials, logits_size=width)
-            stop = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
-            stop_id = stop if stop in self.stop_ids else min(self.stop_ids)
+            stop_id = reply_stop_id(self.tokenizer, self.stop_ids)
             self._grammars[key] = ToolCallGrammar(
                 self.tokenizer, tools, stop_id=stop_id, masks=self._masks, max_calls=max_calls, citable=citable
             )

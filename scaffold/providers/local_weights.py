@@ -171,4 +171,19 @@ def load_model_and_tokenizer(path: str | Path, dtype: Any = None, device: str = 
         raise SpecError(f"hf model at {path}: cannot load it: {first}") from None
     model.to(device)
     model.eval()
+    if str(device).startswith("cpu"):
+        use_gqa_attention_on_cpu()
     return model, tokenizer
+
+
+# transformers copies every key/value head n_rep times before calling SDPA (`repeat_kv`)
+# unless this is set, and on CUDA it sets it only without a mask. PyTorch's CPU SDPA takes
+# grouped heads with a mask: profiling a SmolLM2 (3 of 9 heads for keys and values) held-out
+# eval showed `repeat_kv` at 32% of the time, copying the whole cache for every layer of every
+# pass. The logits are the same (benchmarks/cpu_attention.py prints the ratio and the difference).
+GQA_ENV = "TRANSFORMERS_SDPA_FORCE_GQA"
+
+
+def use_gqa_attention_on_cpu() -> None:
+    """Let SDPA read grouped key/value heads as they are (not when the user set GQA_ENV)."""
+    os.environ.setdefault(GQA_ENV, "1")

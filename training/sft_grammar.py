@@ -1,0 +1,89 @@
+"""A constrained warm start taught in the grammar's own tokens.
+
+A constrained policy never writes free text: every reply is tool calls walked through the
+grammar (scaffold/providers/constrained.py). `GrammarAligner` turns a teacher's audit into
+that form, turn by turn:
+  * the text before its calls is dropped (the grammar opens every reply with `<tool_call>`);
+  * each call is put in the grammar's key order and number grid, with the ids that were
+    citable at that turn (they decide whether `cited_message_ids` is required);
+  * each reply's ids are the grammar's walk over the call text (scaffold/providers/grammar_walk.py),
+    not its natural tokenization, which merges tokens across the grammar's choice points.
+An audit with a call the grammar cannot write (a quote, a seventh list item, a string past
+the cap, a citation of an id that was not citable) is left out whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+from scaffold.events import AuditorMessageEvent
+from scaffold.messages import Message, ToolCall, ToolDefinition
+from scaffold.nodes import citable_ids
+from scaffold.providers.constrained import ToolCallGrammar, VocabularyMasks, reply_stop_id
+from scaffold.providers.grammar_walk import call_text, canonical_arguments, grammar_ids
+from scaffold.providers.token_prompts import end_of_turn_ids
+from scaffold.transcript import Transcript
+
+
+class AlignedAudit(NamedTuple):
+    """The auditor's messages as a constrained policy writes them, and each reply's ids."""
+
+    messages: list[Message]
+    reply_ids: dict[str, list[int]]  # assistant message id -> the grammar's ids, stop id last
+    reply_text: dict[str, str]  # assistant message id -> the calls' text those ids spell
+
+
+def citable_by_turn(transcript: Transcript) -> dict[str, tuple[str, ...]]:
+    """For each auditor reply, the ids it could cite when it was written (as scaffold.nodes computes them)."""
+    replay = Transcript(transcript.run_id)
+    citable: dict[str, tuple[str, ...]] = {}
+    for event in transcript.events:
+        if isinstance(event, AuditorMessageEvent) and event.message.role == "assistant":
+            citable[event.message.id] = citable_ids(replay)
+        replay.append(event.model_copy())
+    return citable
+
+
+class GrammarAligner:
+    """Aligns teacher audits to one tokenizer's grammar over `tools`."""
+
+    def __init__(self, tokenizer: Any, tools: Sequence[ToolDefinition], *, max_calls: int, max_tokens: int) -> None:
+        stop_ids = end_of_turn_ids(tokenizer)
+        self.tokenizer, self.tools, self.max_calls, self.max_tokens = tokenizer, list(tools), max_calls, max_tokens
+        self.masks = VocabularyMasks(tokenizer, stop_ids | set(tokenizer.all_special_ids))
+        self.stop_id = reply_stop_id(tokenizer, stop_ids)
+        self.schemas = {tool.name: tool.json_schema() for tool in self.tools}
+
+    def grammar(self, citable: tuple[str, ...]) -> ToolCallGrammar:
+        return ToolCallGrammar(
+            self.tokenizer, self.tools, stop_id=self.stop_id, masks=self.masks, max_calls=self.max_calls, citable=citable
+        )
+
+    def align(self, transcript: Transcript) -> AlignedAudit | None:
+        """The audit as the grammar writes it, or None when one of its replies cannot be written."""
+        citable = citable_by_turn(transcript)
+        messages: list[Message] = []
+        reply_ids: dict[str, list[int]] = {}
+        reply_text: dict[str, str] = {}
+        for message in transcript.auditor_messages:
+            if message.role != "assistant":
+                messages.append(message)
+                continue
+            ids_now = citable.get(message.id, ())
+            calls = [self._canonical(call, ids_now) for call in message.tool_calls]
+            if not calls or any(call is None for call in calls):
+                return None
+            written = [c for c in calls if c is not None]
+            text = "\n".join(call_text(c.name, c.arguments) for c in written)
+            ids = grammar_ids(self.grammar(ids_now), text, self.max_tokens)
+            if ids is None:
+                return None
+            messages.append(message.model_copy(update={"content": "", "tool_calls": written}))
+            reply_ids[message.id], reply_text[message.id] = ids, text
+        return AlignedAudit(messages, reply_ids, reply_text)
+
+    def _canonical(self, call: ToolCall, citable: tuple[str, ...]) -> ToolCall | None:
+        schema = self.schemas.get(call.name)
+        if schema is None or call.parse_error:
+            return None
+        return call.model_copy(update={"arguments": canonical_arguments(call.arguments, schema, citable)})
