@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from auditor.prompts import Manual, auditor_system_prompt
 from scaffold.events import EVENT_ADAPTER
 from scaffold.providers.hf_local import autocast
+from scaffold.providers.text_tools import render_assistant_text
 from scaffold.providers.token_prompts import PromptBuilder
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
@@ -197,11 +198,10 @@ def sft_row(
             break  # a template that rewrites earlier turns: stop at what is exact
         reply = closed[len(prompt) :]
         reply = reply[: reply.index(stop) + len(stop)] if stop in reply else reply
-        env_ids, reply_ids = builder.encode(prompt[len(consumed) :]), builder.encode(reply)
-        if aligned is not None:
-            if reply != aligned.reply_text[message.id] + stop:
-                break  # the template writes the calls otherwise than the grammar: stop at what is exact
-            reply_ids = aligned.reply_ids[message.id]
+        if aligned is not None and reply != render_assistant_text(message) + stop:
+            break  # the template writes the calls otherwise than the grammar walked them: stop at what is exact
+        env_ids = builder.encode(prompt[len(consumed) :])
+        reply_ids = aligned.reply_ids[message.id] if aligned is not None else builder.encode(reply)
         if len(ids) + len(env_ids) + len(reply_ids) > max_length:
             break
         ids += env_ids + reply_ids

@@ -20,7 +20,8 @@ from scaffold.events import AuditorMessageEvent
 from scaffold.messages import Message, ToolCall, ToolDefinition
 from scaffold.nodes import citable_ids
 from scaffold.providers.constrained import ToolCallGrammar, VocabularyMasks, reply_stop_id
-from scaffold.providers.grammar_walk import call_text, canonical_arguments, grammar_ids
+from scaffold.providers.grammar_walk import canonical_arguments, grammar_ids
+from scaffold.providers.text_tools import render_assistant_text
 from scaffold.providers.token_prompts import end_of_turn_ids
 from scaffold.transcript import Transcript
 
@@ -30,7 +31,6 @@ class AlignedAudit(NamedTuple):
 
     messages: list[Message]
     reply_ids: dict[str, list[int]]  # assistant message id -> the grammar's ids, stop id last
-    reply_text: dict[str, str]  # assistant message id -> the calls' text those ids spell
 
 
 def citable_by_turn(transcript: Transcript) -> dict[str, tuple[str, ...]]:
@@ -64,7 +64,6 @@ class GrammarAligner:
         citable = citable_by_turn(transcript)
         messages: list[Message] = []
         reply_ids: dict[str, list[int]] = {}
-        reply_text: dict[str, str] = {}
         for message in transcript.auditor_messages:
             if message.role != "assistant":
                 messages.append(message)
@@ -73,14 +72,13 @@ class GrammarAligner:
             calls = [self._canonical(call, ids_now) for call in message.tool_calls]
             if not calls or any(call is None for call in calls):
                 return None
-            written = [c for c in calls if c is not None]
-            text = "\n".join(call_text(c.name, c.arguments) for c in written)
-            ids = grammar_ids(self.grammar(ids_now), text, self.max_tokens)
+            written = message.model_copy(update={"content": "", "tool_calls": [c for c in calls if c is not None]})
+            ids = grammar_ids(self.grammar(ids_now), render_assistant_text(written), self.max_tokens)
             if ids is None:
                 return None
-            messages.append(message.model_copy(update={"content": "", "tool_calls": written}))
-            reply_ids[message.id], reply_text[message.id] = ids, text
-        return AlignedAudit(messages, reply_ids, reply_text)
+            messages.append(written)
+            reply_ids[message.id] = ids
+        return AlignedAudit(messages, reply_ids)
 
     def _canonical(self, call: ToolCall, citable: tuple[str, ...]) -> ToolCall | None:
         schema = self.schemas.get(call.name)

@@ -21,7 +21,6 @@ Two pieces:
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 from scaffold.messages import CITED_IDS_ARGUMENT
@@ -59,12 +58,6 @@ def _canonical_value(value: Any, schema: dict[str, Any] | None, citable: Sequenc
     if kind == "object" and isinstance(value, dict):
         return canonical_arguments(value, schema, citable)
     return value
-
-
-def call_text(name: str, arguments: dict[str, Any]) -> str:
-    """One call as the grammar writes it (the same bytes as text_tools.render_tool_call for
-    arguments without `<`, which the grammar cannot write anyway)."""
-    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "</tool_call>"
 
 
 def grammar_ids(grammar: ToolCallGrammar, text: str, max_tokens: int) -> list[int] | None:
