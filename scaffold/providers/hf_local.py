@@ -23,6 +23,7 @@ Options in `ModelSpec.extra` (unknown keys are a SpecError):
 
 Generation is our own KV-cached decode loop (decode.py) rather than `model.generate`, so
 that grammar-forced runs are read in one pass, earlier turns' KV is reused (turn_cache.py),
+the cache grows into spare room instead of being concatenated each pass (growing_cache.py),
 and it can record, at the sampling boundary, exactly what was sampled (DESIGN.md, training
 data path) without keeping a vocabulary-sized score tensor per step:
   * `completion_ids` are the sampled ids, no padding, ending with the end-of-turn
@@ -136,6 +137,7 @@ class LocalChatModel:
         sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ()) or bool(
             getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True)
         )
+        self._sliding = sliding  # a growing cache keeps every position; a sliding layer's keeps a window
         self._prefix = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens and not sliding else None
         # Each conversation's KV, for its next turn (same exclusion).
         self._turns = TurnCache(turn_cache_mb << 20) if turn_cache_mb and not sliding else None
@@ -278,6 +280,10 @@ class LocalChatModel:
         key = (id(self.model), version)
         prompts = [r.prompt_ids for r in requests]
         reused, block, cached_mask = self._reused_kv(prompts, key)
+        if block is None and not self._sliding:
+            from scaffold.providers.growing_cache import growing_cache  # imports transformers
+
+            block = growing_cache()  # else the model starts a concatenating one
         device = self.device
         result = decode_batch(
             self.model,

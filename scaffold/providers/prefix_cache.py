@@ -59,9 +59,9 @@ class PrefixCache:
 
     def for_batch(self, batch: int) -> Any:
         """A fresh cache holding the prefix for `batch` rows (the model appends to it)."""
-        from transformers import DynamicCache
+        from scaffold.providers.growing_cache import growing_cache  # imports transformers
 
-        return DynamicCache(ddp_cache_data=[(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in self.layers])
+        return growing_cache([(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in self.layers])
 
     def prefix_for(self, prompts: Sequence[Sequence[int]], version: object, fill: Any) -> int:
         """The prefix length to reuse for this batch: the cached one (cropped to what the

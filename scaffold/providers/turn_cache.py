@@ -98,9 +98,9 @@ class TurnCache:
 
 
 def padded_cache(rows: Sequence[tuple[int, Layers]]) -> tuple[Any, list[int]]:
-    """A DynamicCache holding each row's reused KV, left-padded to the longest; and the
+    """A growing cache holding each row's reused KV, left-padded to the longest; and the
     attention mask of that cached block (0 on padding). Rows with length 0 are all padding."""
-    from transformers import DynamicCache
+    from scaffold.providers.growing_cache import growing_cache  # imports transformers
 
     width = max(n for n, _ in rows)
     template = next(layers for n, layers in rows if n)
@@ -114,7 +114,7 @@ def padded_cache(rows: Sequence[tuple[int, Layers]]) -> tuple[Any, list[int]]:
                 values[i, :, width - n :] = layers[layer][1][0]
         batch.append((keys, values))
     mask = [[0] * (width - n) + [1] * n for n, _ in rows]
-    return DynamicCache(ddp_cache_data=batch), mask
+    return growing_cache(batch), mask
 
 
 def row_layers(cache: Any, row: int, positions: torch.Tensor) -> Layers:
