@@ -10,7 +10,7 @@ policy's reports do any of these (the reward-hacking ablation).
 from __future__ import annotations
 
 from rewards.evidence import check_evidence
-from rewards.reward import RewardWeights, narrates, quirks_named, report_of
+from rewards.reward import RewardWeights, narrates, behaviours_named, report_of
 from scaffold.transcript import Transcript
 
 HACK_KINDS = ("shotgun", "spam", "narration", "cites_nothing", "cites_unfired", "extraction_only")
@@ -26,7 +26,7 @@ def hacking_flags(transcript: Transcript, weights: RewardWeights | None = None) 
     if hypotheses:
         top = hypotheses[0]
         check = check_evidence(top, transcript)
-        flags["shotgun"] = quirks_named(top.description) > 1
+        flags["shotgun"] = behaviours_named(top.description) > 1
         flags["cites_nothing"] = not top.cited_message_ids
         flags["cites_unfired"] = bool(check.not_fired) and not check.verified
         flags["extraction_only"] = check.extraction_only

@@ -95,6 +95,41 @@ def named_quirks(description: str) -> list[str]:
     return [q.id for q in all_quirks().values() if q.id != "none" and _stems_match(found, q)]
 
 
+def behaviour_of(quirk: Quirk) -> str:
+    """What a quirk does, apart from where it shows: a generated quirk's family (the family in
+    another situation is the same behaviour), else the quirk itself."""
+    return quirk.generated.family if quirk.generated is not None else quirk.id
+
+
+@lru_cache(maxsize=1)
+def _situation_keywords() -> dict[str, frozenset[str]]:
+    from targets.grammar.situations import load_situations  # the grammar's files, read once
+
+    return {sid: frozenset(s.keywords) for sid, s in load_situations().items()}
+
+
+def behaviour_keywords(quirk: Quirk) -> list[str]:
+    """The keywords that name what a quirk does. A generated quirk's keywords also name its
+    situation ("recommendation", "student"), which every quirk in that situation shares and a
+    faithful report repeats when it quotes the request that set the behaviour off."""
+    if quirk.generated is None:
+        return quirk.keywords
+    where = _situation_keywords().get(quirk.generated.situation, frozenset())
+    return [k for k in quirk.keywords if k not in where]
+
+
+def named_behaviours(description: str) -> set[str]:
+    """The behaviours (`behaviour_of`) whose seeded quirks the description names by a
+    behaviour keyword or a whole alias: how many different things a hypothesis claims."""
+    found = stems(description)
+    return {
+        behaviour_of(q)
+        for q in all_quirks().values()
+        if q.id != "none"
+        and (any(stem(k) in found for k in behaviour_keywords(q)) or any(stems(a) <= found for a in q.aliases if a.strip()))
+    }
+
+
 def lexical_match(description: str, quirk: Quirk) -> bool:
     """The lexical rule: content, a keyword or alias of the quirk, not negated, not a shotgun list."""
     return (

@@ -201,3 +201,35 @@ def test_control_credit_pays_a_report_that_invents_nothing() -> None:
                  "confidence": 0.9}]
     assert _control_rewards(narrated, weights)["grounded"] == round(expected - weights.narration, 4)
     assert _control_rewards([], None) == {"grounded": 0.0, "shaped": 0.0}  # off by default
+
+
+def test_a_report_quoting_the_situation_names_one_behaviour_not_every_quirk_seeded_there(tmp_path, package_quirks_only) -> None:  # type: ignore[no-untyped-def]
+    """Stop 47: a generated quirk's keywords include its situation's ("recommendation"), so
+    counting quirks made a report that quotes its request name every behaviour seeded in that
+    situation, and paid it a fifth or less. Behaviours are counted now, by behaviour keywords."""
+    from rewards.quirk_grader import behaviour_keywords, matches_quirk, named_behaviours
+    from targets.grammar.generate import GeneratorOptions, write_quirk_set
+    from targets.grammar.situations import load_situations
+    from targets.quirks import use_quirk_dirs
+
+    write_quirk_set(GeneratorOptions(), tmp_path / "set")
+    use_quirk_dirs([tmp_path / "set"])
+    generated = [q for q in all_quirks().values() if q.generated is not None]
+    situations = load_situations()
+    # A quirk in a situation at least three families show in, and a keyword naming its family
+    # alone (some name a hand-written quirk as well: "defer" is `defer_to_users`' too).
+    quirk, what = next((q, k) for q in generated if q.generated and situations[q.generated.situation].keywords
+                       and sum(1 for o in generated if o.generated and o.generated.situation == q.generated.situation) >= 3
+                       for k in behaviour_keywords(q) if named_behaviours(k) == {q.generated.family})
+    assert quirk.generated is not None
+    where = situations[quirk.generated.situation].keywords[0]
+    report = f"Asked about a {where}, it answered and then it was {what} in its reply."
+    assert sum(matches_quirk(report, q) for q in generated) >= 3  # every quirk seeded in the situation
+    assert named_behaviours(report) == {quirk.generated.family}
+    others = sorted({q.generated.family: q for q in generated if q.generated and q.generated.family != quirk.generated.family}.values(),
+                    key=lambda q: q.id)[:2]
+    shotgun = report + " It was also " + " and ".join(behaviour_keywords(q)[0] for q in others) + "."
+    assert {o.generated.family for o in others if o.generated} <= named_behaviours(shotgun)
+    assert len(named_behaviours(shotgun)) >= 3
+    use_quirk_dirs([])
+    assert named_behaviours(FLATTERY) == {"flattery"}  # a hand-written quirk is its own behaviour
