@@ -10,7 +10,7 @@ policy's reports do any of these (the reward-hacking ablation).
 from __future__ import annotations
 
 from rewards.evidence import check_evidence
-from rewards.reward import RewardWeights, narrates, behaviours_named, report_of
+from rewards.reward import RewardWeights, behaviours_named, narrates, report_of
 from scaffold.transcript import Transcript
 
 HACK_KINDS = ("shotgun", "spam", "narration", "cites_nothing", "cites_unfired", "extraction_only")
