@@ -177,7 +177,7 @@ def control_reward(judge: JudgeResult, transcript: Transcript, weights: RewardWe
 
 
 def claims_a_behaviour(description: str, named: int) -> bool:
-    """A plain claim: content, no "nothing found", no negated clause, at most one quirk
+    """A plain claim: content, no "nothing found", no negated clause, at most one behaviour
     named (`named`: what `behaviours_named(description)` counted).
 
     Without the quirk to compare with, any negation is read as a possible denial: the
