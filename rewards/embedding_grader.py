@@ -68,7 +68,7 @@ from typing import Any, Literal, Sequence
 
 from rewards.hypothesis_text import denying_clauses, has_content, negation_cues, normalise, segments, sentences
 from rewards.pair_reader import load_pair_reader
-from rewards.quirk_grader import judge_result, lexical_match, top_hypotheses
+from rewards.quirk_grader import behaviour_of, judge_result, lexical_match, top_hypotheses
 from rewards.types import JudgeResult
 from scaffold.events import Hypothesis
 from scaffold.minilm import ENCODER_LOCK, encode_texts, load_encoder, vocabulary
@@ -140,7 +140,7 @@ class _ReferenceStack:
         self.ids = list(quirks)
         # What a list item names: a hand-written quirk, or a generated quirk's whole behaviour family
         # (g_flatter_advice and g_flatter_doctor differ only in their situation, and name one behaviour).
-        self.behaviour = {qid: (q.generated.family if q.generated is not None else qid) for qid, q in quirks.items()}
+        self.behaviour = {qid: behaviour_of(q) for qid, q in quirks.items()}
         texts, opposites, self.rows, self.opposite_rows = [], [], {}, {}
         for qid, quirk in quirks.items():
             refs = reference_texts(quirk)
