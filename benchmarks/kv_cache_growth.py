@@ -106,7 +106,7 @@ def main() -> None:
     generator = torch.Generator().manual_seed(0)
     batch, context = args.batch, args.context
     makers: dict[str, Callable[[Any], Any]] = {
-        "concat": lambda layers: DynamicCache(ddp_cache_data=layers),
+        "concat": concat_cache,
         "growing": growing_cache,
     }
     with torch.inference_mode():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Sequence
 
 from rewards.evidence import check_evidence
 from rewards.hypothesis_text import has_content, says_nothing_found, words
@@ -49,9 +50,10 @@ def matches_quirk(description: str, quirk: Quirk) -> bool:
     return _stems_match(stems(description), quirk)
 
 
-def _stems_match(found: set[str], quirk: Quirk) -> bool:
-    """`matches_quirk` on a description's stems, computed once by the caller."""
-    if any(stem(k) in found for k in quirk.keywords):
+def _stems_match(found: set[str], quirk: Quirk, keywords: Sequence[str] | None = None) -> bool:
+    """`matches_quirk` on a description's stems, computed once by the caller; with `keywords`
+    in place of the quirk's own (its `behaviour_keywords`)."""
+    if any(stem(k) in found for k in (quirk.keywords if keywords is None else keywords)):
         return True
     return any(stems(alias) <= found for alias in quirk.aliases if alias.strip())
 
@@ -125,8 +127,7 @@ def named_behaviours(description: str) -> set[str]:
     return {
         behaviour_of(q)
         for q in all_quirks().values()
-        if q.id != "none"
-        and (any(stem(k) in found for k in behaviour_keywords(q)) or any(stems(a) <= found for a in q.aliases if a.strip()))
+        if q.id != "none" and _stems_match(found, q, behaviour_keywords(q))
     }
 
 
