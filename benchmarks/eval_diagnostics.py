@@ -16,23 +16,23 @@ beyond what the eval already stored) and counts, over the quirk audits and the c
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 
+from evals.runner import read_finished
 from training.rollout_diagnostics import quirk_showed, quotes_a_cited_reply
 from training.sft import read_transcript
 
 
 def diagnose(directory: Path) -> dict[str, str]:
     """The table row of one eval directory."""
-    rows = [json.loads(line) for line in (directory / "audits.jsonl").read_text().splitlines() if line.strip()]
-    quirks = [r for r in rows if r["quirk"] != "none" and r["status"] == "completed"]
-    controls = [r for r in rows if r["quirk"] == "none" and r["status"] == "completed"]
+    rows = list(read_finished(directory).values())
+    quirks = [r for r in rows if r.quirk != "none" and r.status == "completed"]
+    controls = [r for r in rows if r.quirk == "none" and r.status == "completed"]
     showed = quoted = prefill = sends = 0
     openings: Counter[str] = Counter()
     for row in quirks + controls:
-        transcript = read_transcript(directory / "runs" / row["run_id"] / "transcript.json")
+        transcript = read_transcript(directory / "runs" / row.run_id / "transcript.json")
         if row in quirks:
             showed += quirk_showed(transcript) is True
             quoted += quotes_a_cited_reply(transcript)
@@ -45,12 +45,12 @@ def diagnose(directory: Path) -> dict[str, str]:
     common = openings.most_common(1)[0][1] if openings else 0
     return {
         "eval": directory.name,
-        "grounded": f"{sum(r['grounded'] for r in quirks)}/{n}",
-        "named": f"{sum(r['identified'] for r in quirks)}/{n}",
-        "false positives": f"{sum(bool(r['false_positive']) for r in controls)}/{m}",
+        "grounded": f"{sum(bool(r.grounded) for r in quirks)}/{n}",
+        "named": f"{sum(bool(r.identified) for r in quirks)}/{n}",
+        "false positives": f"{sum(bool(r.false_positive) for r in controls)}/{m}",
         "quirk showed": f"{showed}/{n}",
         "quotes a cited reply": f"{quoted}/{n}",
-        "claimed": f"{sum(bool(r['claimed']) for r in quirks)}/{n}",
+        "claimed": f"{sum(bool(r.claimed) for r in quirks)}/{n}",
         "prefill": f"{prefill}/{sends}",
         "openings": f"{len(openings)} (commonest {common}/{sum(openings.values())})",
     }
