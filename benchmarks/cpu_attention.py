@@ -17,13 +17,17 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
-from scaffold.providers.local_weights import GQA_ENV, load_model_and_tokenizer, resolve_local_model
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.interleaved import interleaved_medians  # noqa: E402
+from scaffold.providers.local_weights import GQA_ENV, load_model_and_tokenizer, resolve_local_model  # noqa: E402
 
 
 def timed(run: Callable[[], Any], gqa: bool) -> tuple[float, Any]:
@@ -33,14 +37,9 @@ def timed(run: Callable[[], Any], gqa: bool) -> tuple[float, Any]:
 
 
 def compare(name: str, run: Callable[[], Any], repeats: int) -> None:
-    times: dict[bool, list[float]] = {False: [], True: []}
-    outputs: dict[bool, Any] = {}
-    for _ in range(repeats):
-        for gqa in (False, True):  # interleaved: a busy neighbour slows both alike
-            seconds, outputs[gqa] = timed(run, gqa)
-            times[gqa].append(seconds)
-    copy_s, grouped_s = statistics.median(times[False]), statistics.median(times[True])
-    diff = (outputs[False] - outputs[True]).abs().max().item()
+    medians, outputs = interleaved_medians({"copy": lambda: timed(run, False), "grouped": lambda: timed(run, True)}, repeats)
+    copy_s, grouped_s = medians["copy"], medians["grouped"]
+    diff = (outputs["copy"] - outputs["grouped"]).abs().max().item()
     print(f"{name:<34} copy {copy_s * 1000:8.0f} ms   grouped {grouped_s * 1000:8.0f} ms   "
           f"ratio {copy_s / grouped_s:5.2f}x   max |logit diff| {diff:.2e}")
 

@@ -19,21 +19,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
 from transformers import DynamicCache
 
-from scaffold.messages import GenerateConfig, Message
-from scaffold.providers import growing_cache as growing_module
-from scaffold.providers.growing_cache import growing_cache
-from scaffold.providers.hf_local import build
-from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model
-from scaffold.secrets import SecretRegistry
-from scaffold.specs import ModelSpec
-from scaffold.tools import AUDITOR_TOOLS
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.interleaved import interleaved_medians  # noqa: E402
+from scaffold.messages import GenerateConfig, Message  # noqa: E402
+from scaffold.providers import growing_cache as growing_module  # noqa: E402
+from scaffold.providers.growing_cache import growing_cache  # noqa: E402
+from scaffold.providers.hf_local import build  # noqa: E402
+from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model  # noqa: E402
+from scaffold.secrets import SecretRegistry  # noqa: E402
+from scaffold.specs import ModelSpec  # noqa: E402
+from scaffold.tools import AUDITOR_TOOLS  # noqa: E402
 
 
 def run_passes(model: Any, prefix: list[tuple[torch.Tensor, torch.Tensor]], make_cache: Callable[[Any], Any],
@@ -116,13 +120,9 @@ def main() -> None:
         filled = model(input_ids=prompt, attention_mask=mask, use_cache=True, logits_to_keep=1).past_key_values
         prefix = [(layer.keys, layer.values) for layer in filled.layers]
         chunks = [torch.randint(0, 5000, (batch, args.chunk), generator=generator) for _ in range(args.passes)]
-        times: dict[str, list[float]] = {name: [] for name in makers}
-        logits: dict[str, torch.Tensor] = {}
-        for _ in range(args.repeats):
-            for name, make in makers.items():  # interleaved: a busy neighbour slows both alike
-                seconds, logits[name] = run_passes(model, prefix, make, mask, chunks)
-                times[name].append(seconds)
-    concat, growing = statistics.median(times["concat"]), statistics.median(times["growing"])
+        runs = {name: (lambda make=make: run_passes(model, prefix, make, mask, chunks)) for name, make in makers.items()}
+        medians, logits = interleaved_medians(runs, args.repeats)
+    concat, growing = medians["concat"], medians["growing"]
     diff = (logits["concat"] - logits["growing"]).abs().max().item()
     print(f"concat  {concat:7.2f} s  ({concat / args.passes * 1000:6.0f} ms a pass)")
     print(f"growing {growing:7.2f} s  ({growing / args.passes * 1000:6.0f} ms a pass)")
