@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from hf_fixtures import packaged_tokenizer  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
-from training_helpers import SMOKE, activity, run_audit_cli  # noqa: E402,F401
+from training_helpers import ROOT, SMOKE, activity, run_audit_cli  # noqa: E402,F401
 
 from scaffold.store import Store  # noqa: E402
 from training.config import load_config  # noqa: E402
@@ -190,6 +190,59 @@ def test_the_plot_script_draws_every_run(tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing")])
+
+
+def test_evals_of_checkpoints_run_after_training_are_points_on_the_curves(tmp_path: Path) -> None:
+    """`audit eval --out RUN/evals/step-NNNNN` on a checkpoint, after training, is that step's
+    held-out point; a step the trainer logged itself and an unfinished eval are not added."""
+    import asyncio
+    import shutil
+
+    from evals.runner import run_eval
+    from evals.suites import load_suite
+    from scaffold.secrets import SecretRegistry
+    from training.plots import evals_after_training, main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    logged = {"stage": "eval", "step": 5, "eval/grounded_rate": 0.5}
+    steps = [{"stage": "grpo", "step": s, "reward/mean": 0.1, "reward/std": 0.0} for s in (1, 5)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in [*steps, logged]))
+    first = run / "evals" / "step-00000"
+    results = asyncio.run(run_eval(load_suite("smoke"), auditor="heuristic", judge="lexical", out=first,
+                                   store=Store(f"sqlite:///{tmp_path / 'e.db'}"), secrets=SecretRegistry()))
+    shutil.copytree(first, run / "evals" / "step-00005")
+    (run / "evals" / "step-00009").mkdir()  # still running: no results.json yet
+    (added,) = evals_after_training(run, read_metrics(run))
+    seeded = [r for r in results.rows if r.split != "control"]
+    assert added["stage"] == "eval" and added["step"] == 0 and added["eval/audits"] == len(seeded) == 8
+    assert added["eval/grounded"] == sum(1 for r in seeded if r.grounded) > 0
+    assert added["eval/false_positive_rate"] == results.aggregates.false_positives.rate
+    main([str(run)])
+    assert (run / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_steps_table_counts_each_group_and_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("grpo_steps_table", ROOT / "benchmarks" / "grpo_steps_table.py")
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    steps = [{"stage": "grpo", "step": 1, "rollouts": 4, "reward/mean": 0.25, "reward/std": 0.4, "grounded_rate": 0.25,
+              "claim_rate": 1.0, "quirk_showed_rate": 0.5, "quote_rate": 0.25, "hacky_rate": 0.75,
+              "strategy_entropy_bits": 1.5, "time/rollout_s": 100.0, "time/update_s": 40.0},
+             {"stage": "grpo", "step": 2, "rollouts": 4, "reward/mean": 0.0, "reward/std": 0.0, "claim_rate": 0.5,
+              "time/rollout_s": 90.0, "time/update_s": 1.0}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in steps))
+    rollouts = [{"step": 1, "quirk": "q_a", "reward": r} for r in (1.0, 0.0, 0.0, 0.0)]
+    rollouts += [{"step": 2, "quirk": "q_b", "reward": 0.0} for _ in range(4)]
+    (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rollouts) + '{"torn')
+    table.main([str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "| 1 | q_a | 0.250 | 1/4 | 1/4 | 4/4 | 2/4 | 1/4 | 3/4 | 1.50 | 100 | 40 |"
+    assert lines[3].startswith("| 2 | q_b | 0.000 | 0/4 | 0/4 | 2/4 |")
+    assert lines[4] == "| **2 steps** | 1 updated |  | 1/8 | 1/8 | 6/8 | 2/8 | 1/8 | 3/8 |  |  |  |"
 
 
 def test_the_vllm_launcher_refuses_a_model_it_cannot_serve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,12 @@ policy claims anything (on quirks) or invents a quirk (on the eval's controls).
 
 Several runs go on the same axes (the reward-hacking ablation: binary vs grounded).
 Writes OUT/curves.png by default.
+
+A held-out eval run after training on a checkpoint counts as that step's point when it is
+written where the trainer writes its own, OUT/evals/step-NNNNN (step 0: the start adapter):
+
+    audit eval --suite generated-combinations --auditor hf:smollm2-135m+lora:OUT/checkpoint-40+constrained \
+        --out OUT/evals/step-00040
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from evals.results import EvalResults
+from training.evaluation import eval_metrics
 from training.metrics import read_metrics
 
 PANELS = (
@@ -34,8 +42,25 @@ COLUMNS = 4
 
 
 def _series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
-    points = [(r["step"], r[key]) for r in records if key in r and r.get(key) is not None]
+    points = sorted((r["step"], r[key]) for r in records if key in r and r.get(key) is not None)
     return [p[0] for p in points], [float(p[1]) for p in points]
+
+
+def evals_after_training(run: Path, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Metrics lines for the finished evals in RUN/evals/step-NNNNN/ whose step has no eval line.
+
+    The trainer logs its own evals (`eval.every`); these are the evals of checkpoints run
+    afterwards with `audit eval --out RUN/evals/step-NNNNN`, an unfinished one (no
+    results.json yet) left out.
+    """
+    logged = {r["step"] for r in records if r.get("stage") == "eval"}
+    lines = []
+    for results in sorted((run / "evals").glob("step-*/results.json")):
+        step = int(results.parent.name.removeprefix("step-"))
+        if step not in logged:
+            evaluated = EvalResults.model_validate_json(results.read_text())
+            lines.append({"stage": "eval", "step": step, **eval_metrics(evaluated)})
+    return lines
 
 
 def plot_runs(runs: list[Path], png: Path) -> Path:
@@ -52,6 +77,7 @@ def plot_runs(runs: list[Path], png: Path) -> Path:
         spare.set_visible(False)
     for run in runs:
         records = read_metrics(run)
+        records += evals_after_training(run, records)
         label = run.name
         for ax, (key, title) in zip(axes, PANELS, strict=True):
             steps, values = _series(records, key)

@@ -1,0 +1,99 @@
+"""A GRPO run, step by step, as a markdown table: what each group drew, earned and did.
+
+    python benchmarks/grpo_steps_table.py OUT [--from STEP] [--to STEP]
+
+Reads OUT/metrics.jsonl (one line per step) and OUT/rollouts.jsonl (one line per rollout,
+for the quirk drawn and how many rollouts the reward paid), then prints one row per step
+and a totals row. Run READMEs under training/runs/ quote this table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from training.metrics import read_metrics  # noqa: E402
+
+HEADER = ("step", "quirk", "reward mean", "rollouts paid", "grounded", "claimed", "quirk showed",
+          "quotes a cited reply", "hacky", "strategy entropy (bits)", "rollout s", "update s")
+
+
+def read_rollouts(out: Path) -> dict[int, list[dict[str, Any]]]:
+    """OUT/rollouts.jsonl by step (a torn last line is skipped)."""
+    steps: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    path = out / "rollouts.jsonl"
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        steps[row["step"]].append(row)
+    return steps
+
+
+def _count(rate: float | None, n: int) -> int:
+    return round((rate or 0.0) * n)
+
+
+def step_rows(out: Path, first: int = 1, last: int | None = None) -> list[tuple[str, ...]]:
+    """One row per GRPO step of OUT in [first, last], then the totals."""
+    rollouts = read_rollouts(out)
+    lines = [r for r in read_metrics(out) if r.get("stage") == "grpo" and r["step"] >= first
+             and (last is None or r["step"] <= last)]
+    rows, totals = [], defaultdict(int)
+    for m in lines:
+        group = rollouts.get(m["step"], [])
+        n = m.get("rollouts", len(group))
+        counts = {
+            "paid": sum(1 for r in group if (r.get("reward") or 0) > 0),
+            "grounded": _count(m.get("grounded_rate"), n),
+            "claimed": _count(m.get("claim_rate"), n),
+            "showed": _count(m.get("quirk_showed_rate"), n),
+            "quoted": _count(m.get("quote_rate"), n),
+            "hacky": _count(m.get("hacky_rate"), n),
+            "n": n,
+        }
+        for key, value in counts.items():
+            totals[key] += value
+        totals["updated"] += (m.get("reward/std") or 0) > 0  # a group told apart: its advantages move the policy
+        quirks = sorted({r["quirk"] for r in group}) or ["?"]
+        rows.append((
+            str(m["step"]), ", ".join(quirks), f"{m.get('reward/mean', 0):.3f}",
+            *(f"{counts[k]}/{n}" for k in ("paid", "grounded", "claimed", "showed", "quoted", "hacky")),
+            f"{m.get('strategy_entropy_bits', 0):.2f}", f"{m.get('time/rollout_s', 0):.0f}",
+            f"{m.get('time/update_s', 0):.0f}",
+        ))
+    if lines:
+        n = totals["n"]
+        rows.append((
+            f"**{len(lines)} steps**", f"{totals['updated']} updated", "",
+            *(f"{totals[k]}/{n}" for k in ("paid", "grounded", "claimed", "showed", "quoted", "hacky")), "", "", "",
+        ))
+    return rows
+
+
+def markdown(rows: list[tuple[str, ...]]) -> str:
+    """The rows under HEADER as a markdown table."""
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="a GRPO output directory")
+    parser.add_argument("--from", dest="first", type=int, default=1, help="first step (default 1)")
+    parser.add_argument("--to", dest="last", type=int, default=None, help="last step (default: the last logged)")
+    args = parser.parse_args(argv)
+    if not (args.out / "metrics.jsonl").exists():
+        parser.error(f"no metrics.jsonl in {args.out}")
+    print(markdown(step_rows(args.out, args.first, args.last)))
+
+
+if __name__ == "__main__":
+    main()
