@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from auditor.probe_family import ProbeFamily, quote
+from auditor.probe_family import ProbeFamily
+from scaffold.writable_text import quoted
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z]{3,}")
@@ -45,7 +46,7 @@ def _ab_explainer(context_a: str, context_b: str) -> Callable[[list[str]], str]:
     def explain(replies: list[str]) -> str:
         if len(replies) < 4:
             return "Answers the same request differently depending on what the user said first."
-        first, second = quote(replies[1], _QUOTE_CHARS), quote(replies[3], _QUOTE_CHARS)
+        first, second = quoted(replies[1], _QUOTE_CHARS), quoted(replies[3], _QUOTE_CHARS)
         return (
             f"Answers the same request differently depending on what the user said first: after «{context_a}» it "
             f"replied «{first}», but after «{context_b}» it replied «{second}»."

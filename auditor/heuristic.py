@@ -23,10 +23,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from auditor.probe_family import EVIDENCE_RANK, ProbeFamily, quote
+from auditor.probe_family import EVIDENCE_RANK, ProbeFamily
 from auditor.probes import FAMILIES
 from auditor.situation_probes import SITUATION_FAMILIES
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolCall, ToolDefinition, Usage
+from scaffold.writable_text import quoted
 
 _REPLY = re.compile(r'<target_response message_id="(?P<id>[^"]+)">\n(?P<text>.*?)\n</target_response>', re.S)
 _BUDGET = re.compile(r"at most (\d+) turns")
@@ -201,7 +202,7 @@ class HeuristicAuditor:
     @staticmethod
     def _describe(item: _Evidence) -> str:
         if item.family.name == "confession":
-            admitted = quote(" ".join(item.texts[i] for i in item.strong()), 240)
+            admitted = quoted(" ".join(item.texts[i] for i in item.strong()), 240)
             return f"Admits to hidden instructions when asked: {admitted}"
         if item.family.explain is not None:  # described from what the replies said, not from a list
             return item.family.explain(list(item.texts.values()))

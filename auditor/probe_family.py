@@ -6,8 +6,6 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-from scaffold.writable_text import make_writable
-
 # How a report ranks what it found: behaviour seen in the act first, then a reply that
 # changed with context (an anomaly, cause unnamed), and last what the target said about
 # itself when asked (an extraction, which is no detection on its own).
@@ -40,16 +38,6 @@ class ProbeFamily:
     def starts_conversation(self, index: int) -> bool:
         """Whether turn `index` is sent in a fresh conversation."""
         return (index == 0 and self.fresh) or self.separate or index in self.restarts
-
-
-def quote(text: str, most: int) -> str:
-    """`text` on one line, cut to `most` characters with an ellipsis: what a report quotes of a reply.
-
-    The quote is writable by a constrained policy (no `"`, backslash or `<`): the heuristic
-    is the warm start's teacher, and a policy can only learn to write what its grammar allows.
-    Reports mark quotes with guillemets («...») for the same reason."""
-    flat = make_writable(text)
-    return flat if len(flat) <= most else flat[: most - 3] + "..."
 
 
 def count(pattern: re.Pattern[str], text: str) -> int:

@@ -13,6 +13,7 @@ ids) take modifiers, each after a '+', in any order:
     +lora:ADAPTER_DIR    a LoRA adapter (peft save_pretrained dir)   -> extra["lora"]       (hf)
     +constrained         constrained tool-call decoding              -> extra["constrained"] (hf)
     +calls:N             constrained: up to N calls per reply        -> extra["max_calls_per_turn"] (hf)
+    +quotes              constrained: a «quote» copies real text     -> extra["copy_quotes"] (hf)
     +max_tokens:N        most tokens per reply                       -> max_tokens
     +temperature:T       sampling temperature (0: greedy)            -> temperature
     e.g. hf:smollm2-135m+lora:/runs/step-40+constrained+max_tokens:256
@@ -39,6 +40,7 @@ MODIFIERS = {  # the '+' modifiers of a token-policy short string, and who takes
     "lora:DIR": ("hf",),
     "constrained": ("hf",),
     "calls:N": ("hf",),
+    "quotes": ("hf",),
     "max_tokens:N": ("hf", "vllm"),
     "temperature:T": ("hf", "vllm"),
 }
@@ -155,6 +157,8 @@ def _with_modifiers(text: str, spec: ModelSpec, parts: list[str]) -> ModelSpec:
             extra["lora"] = value
         elif key == "constrained":
             extra["constrained"] = True
+        elif key == "quotes":
+            extra["copy_quotes"] = True
         elif key == "calls":
             if not value.isdigit():
                 raise SpecError(f"model spec {text!r}: '+{part}': {value!r} is not a whole number")

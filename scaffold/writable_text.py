@@ -24,3 +24,14 @@ def make_writable(text: str) -> str:
     """`text` on one line with every character the grammar forbids replaced by a stand-in."""
     flat = " ".join(text.split())
     return "".join(ch for ch in flat.translate(_STAND_INS) if writable(ch))  # what is left: control characters
+
+
+def quoted(text: str, most: int) -> str:
+    """`text` made writable and cut to `most` characters with an ellipsis: how a report quotes
+    a message, and so what a constrained policy's «quotes» may copy (scaffold/quotable.py).
+
+    The heuristics that teach the warm start quote this way, because a policy can only learn
+    to write what its grammar allows; for the same reason reports mark quotes with
+    guillemets («...»), not with `"`."""
+    flat = make_writable(text)
+    return flat if len(flat) <= most else flat[: most - 3] + "..."

@@ -93,12 +93,20 @@ def test_audit_eval_with_the_situation_heuristic_finds_and_quotes_generated_quir
     from training.config import load_config
     from training.sft import constrained_aligner
 
-    config = load_config(Path(__file__).resolve().parent.parent / "training" / "configs" / "cpu-smollm2-situations.yaml",
-                         {"policy.max_tokens_per_turn": 4096})
+    config_path = Path(__file__).resolve().parent.parent / "training" / "configs" / "cpu-smollm2-situations.yaml"
+    config = load_config(config_path, {"policy.max_tokens_per_turn": 4096})
     aligner = constrained_aligner(config, packaged_tokenizer())
     transcripts = [read_transcript(out / "runs" / r["run_id"] / "transcript.json") for r in rows]
     short = [t for t in transcripts if t.report is None or len(t.report.hypotheses) <= MAX_ARRAY_ITEMS]
     assert len(short) >= len(transcripts) - 2 and all(aligner.align(t) for t in short)
+    # With `policy.copy_quotes` every quote must be a request sent or a sentence replied: the
+    # teacher's quotes are, so its audits still align, each quote a choice among quotable texts.
+    quoting = constrained_aligner(load_config(config_path, {"policy.max_tokens_per_turn": 4096,
+                                                            "policy.copy_quotes": True}), packaged_tokenizer())
+    aligned = [quoting.align(t) for t in short]
+    assert all(aligned)
+    opener = packaged_tokenizer()(" «", add_special_tokens=False)["input_ids"]
+    assert sum(ids.count(opener[0]) for a in aligned if a for ids in a.reply_ids.values()) >= 2 * len(grounded)
 
 
 def test_every_probe_and_fixed_hypothesis_of_the_heuristic_is_writable_by_a_constrained_policy() -> None:

@@ -354,6 +354,7 @@ def test_a_constrained_warm_start_teaches_the_grammars_own_tokens() -> None:
     from scaffold.providers.token_prompts import PromptBuilder
     from scaffold.transcript import Transcript
     from training.sft import constrained_aligner, sft_row
+    from training.sft_grammar import TurnContext
 
     transcript = Transcript("r")
     send = ToolCall(id="c1", name="send_message", arguments={"message": "Any advice for my puppy?"})
@@ -387,7 +388,7 @@ def test_a_constrained_warm_start_teaches_the_grammars_own_tokens() -> None:
     spans += [span] if span else []
     natural_differs = False
     for citable, ids in zip(((), ("t1",)), spans):
-        state = aligner.grammar(citable).start(config.policy.max_tokens_per_turn)
+        state = aligner.grammar(TurnContext(citable, ())).start(config.policy.max_tokens_per_turn)
         for token in ids:
             allowed = state.allowed()
             masks = aligner.masks

@@ -39,6 +39,11 @@ class PolicyConfig(_Strict):
     )
     constrained: bool = Field(True, description="Grammar-constrained tool calls while sampling (forced tokens carry no loss).")
     max_calls_per_turn: int = Field(1, ge=1, le=8, description="Constrained: most tool calls in one reply (the policy picks).")
+    copy_quotes: bool = Field(
+        False,
+        description="Constrained: a «quote» in a string must copy a request sent to the target or a sentence of its "
+        "replies (scaffold/quotable.py), in rollouts, evals and the SFT warm start's alignment.",
+    )
     temperature: float = Field(1.0, gt=0, le=2, description="Sampling temperature of rollouts.")
     max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")
     max_batch_size: int = Field(16, ge=1, description="Most rollout turns decoded in one batch.")
@@ -316,6 +321,8 @@ class TrainConfig(_Strict):
     def _batches(self) -> TrainConfig:
         if self.sampler.backend == "vllm" and self.policy.constrained:
             raise ValueError("policy.constrained is an hf-sampler feature; with sampler.backend vllm set it to false")
+        if self.policy.copy_quotes and not self.policy.constrained:
+            raise ValueError("policy.copy_quotes is part of the grammar: it needs policy.constrained true")
         rollouts = self.group_size * self.prompts_per_step
         if rollouts % self.micro_batch_size:
             raise ValueError(f"micro_batch_size {self.micro_batch_size} must divide group_size x prompts_per_step = {rollouts}")

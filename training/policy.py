@@ -179,6 +179,7 @@ def rollout_sampler(config: TrainConfig, model: Any, tokenizer: Any, secrets: Se
             max_batch_size=p.max_batch_size,
             constrained=p.constrained,
             max_calls_per_turn=p.max_calls_per_turn,
+            copy_quotes=p.copy_quotes,
             policy_version="step-0",
             prefix_cache_tokens=256 if p.prefix_cache else 0,
             turn_cache_mb=TURN_CACHE_MB if p.turn_cache else 0,

@@ -217,7 +217,8 @@ def constrained_aligner(config: TrainConfig, tokenizer: Any) -> GrammarAligner:
     """The grammar a constrained policy of `config` writes its replies in, for aligning teacher audits."""
     tools = [tool.definition for tool in AUDITOR_TOOLS.values()]
     policy = config.policy
-    return GrammarAligner(tokenizer, tools, max_calls=policy.max_calls_per_turn, max_tokens=policy.max_tokens_per_turn)
+    return GrammarAligner(tokenizer, tools, max_calls=policy.max_calls_per_turn, max_tokens=policy.max_tokens_per_turn,
+                          copy_quotes=policy.copy_quotes)
 
 
 def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:

@@ -5,11 +5,13 @@ grammar (scaffold/providers/constrained.py). `GrammarAligner` turns a teacher's 
 that form, turn by turn:
   * the text before its calls is dropped (the grammar opens every reply with `<tool_call>`);
   * each call is put in the grammar's key order and number grid, with the ids that were
-    citable at that turn (they decide whether `cited_message_ids` is required);
+    citable at that turn (they decide whether `cited_message_ids` is required) and, with
+    `copy_quotes`, the texts that were quotable (every «quote» must be one of them);
   * each reply's ids are the grammar's walk over the call text (scaffold/providers/grammar_walk.py),
     not its natural tokenization, which merges tokens across the grammar's choice points.
-An audit with a call the grammar cannot write (a quote, a seventh list item, a string past
-the cap, a citation of an id that was not citable) is left out whole.
+An audit with a call the grammar cannot write (a `"`, a seventh list item, a string past
+the cap, a citation of an id that was not citable, a «quote» of text the conversation does
+not hold) is left out whole.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from scaffold.providers.constrained import ToolCallGrammar, VocabularyMasks, rep
 from scaffold.providers.grammar_walk import canonical_arguments, grammar_ids
 from scaffold.providers.text_tools import render_assistant_text
 from scaffold.providers.token_prompts import end_of_turn_ids
+from scaffold.quotable import quotable_texts
 from scaffold.transcript import Transcript
 
 
@@ -33,47 +36,59 @@ class AlignedAudit(NamedTuple):
     reply_ids: dict[str, list[int]]  # assistant message id -> the grammar's ids, stop id last
 
 
-def citable_by_turn(transcript: Transcript) -> dict[str, tuple[str, ...]]:
-    """For each auditor reply, the ids it could cite when it was written (as scaffold.nodes computes them)."""
+class TurnContext(NamedTuple):
+    """What the scaffold told the grammar when an auditor reply was written."""
+
+    citable: tuple[str, ...]
+    quotable: tuple[str, ...]
+
+
+def context_by_turn(transcript: Transcript) -> dict[str, TurnContext]:
+    """For each auditor reply, the ids it could cite and the texts it could quote when it was
+    written (as scaffold.nodes computes them)."""
     replay = Transcript(transcript.run_id)
-    citable: dict[str, tuple[str, ...]] = {}
+    context: dict[str, TurnContext] = {}
     for event in transcript.events:
         if isinstance(event, AuditorMessageEvent) and event.message.role == "assistant":
-            citable[event.message.id] = citable_ids(replay)
+            context[event.message.id] = TurnContext(citable_ids(replay), quotable_texts(replay))
         replay.append(event.model_copy())
-    return citable
+    return context
 
 
 class GrammarAligner:
     """Aligns teacher audits to one tokenizer's grammar over `tools`."""
 
-    def __init__(self, tokenizer: Any, tools: Sequence[ToolDefinition], *, max_calls: int, max_tokens: int) -> None:
+    def __init__(
+        self, tokenizer: Any, tools: Sequence[ToolDefinition], *, max_calls: int, max_tokens: int, copy_quotes: bool = False
+    ) -> None:
         stop_ids = end_of_turn_ids(tokenizer)
         self.tokenizer, self.tools, self.max_calls, self.max_tokens = tokenizer, list(tools), max_calls, max_tokens
+        self.copy_quotes = copy_quotes
         self.masks = VocabularyMasks(tokenizer, stop_ids | set(tokenizer.all_special_ids))
         self.stop_id = reply_stop_id(tokenizer, stop_ids)
         self.schemas = {tool.name: tool.json_schema() for tool in self.tools}
 
-    def grammar(self, citable: tuple[str, ...]) -> ToolCallGrammar:
+    def grammar(self, context: TurnContext) -> ToolCallGrammar:
         return ToolCallGrammar(
-            self.tokenizer, self.tools, stop_id=self.stop_id, masks=self.masks, max_calls=self.max_calls, citable=citable
+            self.tokenizer, self.tools, stop_id=self.stop_id, masks=self.masks, max_calls=self.max_calls,
+            citable=context.citable, quotable=context.quotable if self.copy_quotes else None,
         )
 
     def align(self, transcript: Transcript) -> AlignedAudit | None:
         """The audit as the grammar writes it, or None when one of its replies cannot be written."""
-        citable = citable_by_turn(transcript)
+        context = context_by_turn(transcript)
         messages: list[Message] = []
         reply_ids: dict[str, list[int]] = {}
         for message in transcript.auditor_messages:
             if message.role != "assistant":
                 messages.append(message)
                 continue
-            ids_now = citable.get(message.id, ())
-            calls = [self._canonical(call, ids_now) for call in message.tool_calls]
+            now = context.get(message.id, TurnContext((), ()))
+            calls = [self._canonical(call, now.citable) for call in message.tool_calls]
             if not calls or any(call is None for call in calls):
                 return None
             written = message.model_copy(update={"content": "", "tool_calls": [c for c in calls if c is not None]})
-            ids = grammar_ids(self.grammar(ids_now), render_assistant_text(written), self.max_tokens)
+            ids = grammar_ids(self.grammar(now), render_assistant_text(written), self.max_tokens)
             if ids is None:
                 return None
             messages.append(written)

@@ -16,7 +16,10 @@ and the grammar is walked token by token. At each step it allows a set of token 
     character, plus the tokens that end with a `"` (which close the string); without
     `<` no string can hold a `</tool_call>` that would cut the call when it is parsed;
   * a `cited_message_ids` array, when the call carries `citable_ids`, allows only those
-    ids, and at least one (none when there is no target reply yet).
+    ids, and at least one (none when there is no target reply yet);
+  * with quotable texts (`copy_quotes`, scaffold/quotable.py), a string token that ends
+    with `«` opens a quote, which is a choice among those texts, each closed by `»`; no
+    other string token may hold a `«`. Every quote a report holds is then real text.
 The decode loop adds -inf to every other id before sampling (or argmax), so the
 distribution sampled from is the model's, renormalised over the allowed set.
 
@@ -49,6 +52,7 @@ MAX_ARRAY_ITEMS = 6
 MAX_STRING_TOKENS = 256
 # Tokens kept for closing the structure when strings run long (brackets, keys, tags).
 CLOSING_RESERVE = 40
+QUOTE_OPEN, QUOTE_CLOSE = "«", "»"
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ class Choice:
 
 @dataclass(frozen=True)
 class FreeString:
-    pass
+    quotes: Choice | None = None  # what a `«` opened in this string must copy (None: no quotes)
 
 
 Segment = Force | Choice | FreeString
@@ -79,6 +83,8 @@ class VocabularyMasks:
         size = max(len(tokenizer), logits_size or 0)
         body = torch.zeros(size, dtype=torch.bool)
         close = torch.zeros(size, dtype=torch.bool)
+        opens = torch.zeros(size, dtype=torch.bool)  # string tokens whose only `«` is their last character
+        guillemet = torch.zeros(size, dtype=torch.bool)  # tokens that hold (or may begin) a `«` anywhere
         for i in range(len(tokenizer)):
             if i in special_ids:
                 continue
@@ -87,8 +93,16 @@ class VocabularyMasks:
                 body[i] = True
             elif text.endswith('"') and _string_safe(text[:-1], allow_empty=True):
                 close[i] = True
-        self.body, self.close = body, close
+            # A byte-level fragment (decoded as U+FFFD) could spell `«` with the next token.
+            guillemet[i] = QUOTE_OPEN in text or "\ufffd" in text
+            opens[i] = bool(body[i]) and text.endswith(QUOTE_OPEN) and QUOTE_OPEN not in text[:-1]
+        self.body, self.close, self.opens = body, close, opens
+        # Outside quotes every string token is allowed; in a string that quotes, a `«` only
+        # ends a token (and opens a quote), and `sealed` is that string with no room left for one.
         self.string_bias = torch.where(body | close, 0.0, float("-inf"))
+        plain = (body | close) & ~guillemet
+        self.quoting_bias = torch.where(plain | self.opens, 0.0, float("-inf"))
+        self.sealed_bias = torch.where(plain, 0.0, float("-inf"))
 
 
 def reply_stop_id(tokenizer: Any, stop_ids: set[int]) -> int:
@@ -117,6 +131,7 @@ class ToolCallGrammar:
         masks: VocabularyMasks,
         max_calls: int = 1,
         citable: Sequence[str] | None = None,
+        quotable: Sequence[str] | None = None,
     ) -> None:
         if not tools:
             raise ValueError("constrained decoding needs at least one tool")
@@ -126,6 +141,11 @@ class ToolCallGrammar:
         # array is required and holds at least one; with none, it is empty or left out.
         self.citable = tuple(citable) if citable is not None else None
         self._encoded: dict[str, tuple[int, ...]] = {}
+        # What a quote in a string may copy, each closed by `»` (options are then prefix-free:
+        # no text holds a guillemet). None: strings are free and quotes are not checked.
+        texts = dict.fromkeys(q for q in quotable or () if q and QUOTE_OPEN not in q and QUOTE_CLOSE not in q)
+        self.quotes = Choice(tuple(self.encode(q + QUOTE_CLOSE) for q in texts)) if texts else None
+        self.longest_quote = max((len(o) for o in self.quotes.options), default=0) if self.quotes else 0
 
     def encode(self, text: str) -> tuple[int, ...]:
         if text not in self._encoded:
@@ -161,7 +181,7 @@ class ToolCallGrammar:
             yield Choice(tuple(self.encode(json.dumps(v)) for v in schema["enum"]))
         elif kind == "string":
             yield Force(self.encode('"'))
-            yield FreeString()
+            yield FreeString(self.quotes)
         elif kind in ("number", "integer"):
             yield Choice(tuple(self.encode(o) for o in (NUMBER_OPTIONS if kind == "number" else INTEGER_OPTIONS)))
         elif kind == "boolean":
@@ -202,7 +222,7 @@ class ToolCallGrammar:
     def _opened_value(self, schema: dict[str, Any], state: GrammarState) -> Program:
         """An object or string value whose opening `{` or `"` was already written."""
         if schema.get("type") == "string":
-            yield FreeString()
+            yield FreeString(self.quotes)
         else:
             yield from self._object(schema, state, opened=True)
 
@@ -250,6 +270,7 @@ class GrammarState:
     written: list[int] = field(default_factory=list)  # ids of the current segment
     used: int = 0
     string_tokens: int = 0
+    quoting: Choice | None = None  # inside a quote: the texts it may still be
     done: bool = False
 
     def low_on_budget(self) -> bool:
@@ -266,6 +287,9 @@ class GrammarState:
     def allowed(self) -> list[int] | None:
         """The allowed ids, or None for "a string token" (see `string_bias`)."""
         seg = self.segment
+        if self.quoting is not None:
+            k = len(self.written)
+            return sorted({o[k] for o in self.quoting.options if len(o) > k and list(o[:k]) == self.written})
         if isinstance(seg, Force):
             return [seg.ids[len(self.written)]]
         if isinstance(seg, Choice):
@@ -277,11 +301,21 @@ class GrammarState:
             return None
         return [self.grammar.stop_id]
 
+    def string_bias(self) -> torch.Tensor:
+        """The mask of a string step: any string token, or (in a string that quotes) a `«` only
+        at a token's end, and only while a whole quote still fits the budgets."""
+        masks, seg = self.grammar.masks, self.segment
+        if not isinstance(seg, FreeString) or seg.quotes is None:
+            return masks.string_bias
+        longest = self.grammar.longest_quote + 1
+        room = self.string_tokens + longest < MAX_STRING_TOKENS and self.used + longest < self.max_tokens - CLOSING_RESERVE
+        return masks.quoting_bias if room else masks.sealed_bias
+
     def bias_into(self, row: torch.Tensor) -> bool:
         """Write this step's mask into `row` (0 allowed, -inf not); True if the step is forced."""
         ids = self.allowed()
         if ids is None:
-            row.copy_(self.grammar.masks.string_bias.to(row.device))
+            row.copy_(self.string_bias().to(row.device))
             return False
         row.fill_(float("-inf"))
         row[ids] = 0.0
@@ -291,10 +325,18 @@ class GrammarState:
         """Take the sampled (or forced) `token` and move through the grammar."""
         self.used += 1
         seg = self.segment
+        if self.quoting is not None:  # a quote's text and `»`; then the string goes on
+            self.string_tokens += 1
+            self.written.append(token)
+            if any(list(o) == self.written for o in self.quoting.options):
+                self.quoting, self.written = None, []
+            return
         if isinstance(seg, FreeString):
             self.string_tokens += 1
             if self.grammar.masks.close[token]:  # `"` itself is a closing token
                 self.advance_segment(None)
+            elif seg.quotes is not None and self.grammar.masks.opens[token]:
+                self.quoting, self.written = seg.quotes, []
             return
         self.written.append(token)
         if isinstance(seg, Force) and len(self.written) == len(seg.ids):

@@ -16,7 +16,8 @@ Two pieces:
     when nothing is citable.
   * `grammar_ids` walks `ToolCallGrammar` over the call text: forced ids as they are, at a
     choice the option that matches the text, a free string as the natural tokens of its
-    content and closing `"`. None when the grammar cannot write the text.
+    content and closing `"` (in a string that quotes, up to each `«`; the quote is a choice).
+    None when the grammar cannot write the text.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from scaffold.messages import CITED_IDS_ARGUMENT
-from scaffold.providers.constrained import INTEGER_OPTIONS, NUMBER_OPTIONS, ToolCallGrammar
+from scaffold.providers.constrained import (
+    INTEGER_OPTIONS,
+    NUMBER_OPTIONS,
+    QUOTE_OPEN,
+    FreeString,
+    GrammarState,
+    ToolCallGrammar,
+)
 
 _GRID = tuple(float(o) for o in NUMBER_OPTIONS)
 _INTEGERS = tuple(int(o) for o in INTEGER_OPTIONS)
@@ -72,14 +80,11 @@ def grammar_ids(grammar: ToolCallGrammar, text: str, max_tokens: int) -> list[in
         allowed = state.allowed()
         if allowed is None or pending:
             if not pending:
-                end = text.find('"', at)
-                if end < 0:
+                pending, at = _string_piece(grammar, state, text, at)
+                if not pending:
                     return None
-                pending = list(grammar.encode(text[at : end + 1]))
-                at = end + 1
             token = pending.pop(0)
-            ok = grammar.masks.close[token] if not pending else grammar.masks.body[token]
-            if (allowed is not None and token not in allowed) or not bool(ok):
+            if (allowed is not None and token not in allowed) or not _string_token_fits(state, token, not pending):
                 return None  # over the string cap, or a token the string mask refuses
         else:
             token = _matching(tokenizer, allowed, text, at, grammar.stop_id)
@@ -90,6 +95,27 @@ def grammar_ids(grammar: ToolCallGrammar, text: str, max_tokens: int) -> list[in
         ids.append(token)
         state.advance(token)
     return ids if at == len(text) and ids and ids[-1] == grammar.stop_id else None
+
+
+def _string_piece(grammar: ToolCallGrammar, state: GrammarState, text: str, at: int) -> tuple[list[int], int]:
+    """The natural tokens of a string's text from `at` to its closing `"` or, in a string that
+    quotes, to the next `«` (the quote is then a choice); and where the text goes on."""
+    end, opening = text.find('"', at), text.find(QUOTE_OPEN, at)
+    if isinstance(state.segment, FreeString) and state.segment.quotes is not None and 0 <= opening < end:
+        end = opening
+    if end < 0:
+        return [], at
+    return list(grammar.encode(text[at : end + 1])), end + 1
+
+
+def _string_token_fits(state: GrammarState, token: int, last: bool) -> bool:
+    """Whether the string mask allows `token`, and it ends the piece exactly when it is `last`."""
+    masks, segment = state.grammar.masks, state.segment
+    if state.string_bias()[token] != 0:
+        return False
+    quotes = isinstance(segment, FreeString) and segment.quotes is not None
+    ends = bool(masks.close[token]) or (quotes and bool(masks.opens[token]))
+    return ends == last
 
 
 def _matching(tokenizer: Any, allowed: list[int], text: str, at: int, stop_id: int) -> int | None:

@@ -13,6 +13,8 @@ Options in `ModelSpec.extra` (unknown keys are a SpecError):
   constrained      true: every reply with tools is one well-formed tool call
                    (constrained.py; the `+constrained` spec modifier sets it)
   max_calls_per_turn  constrained: up to this many calls per reply (`+calls:N`)
+  copy_quotes      constrained: a «quote» in a string copies a request sent to the target
+                   or a sentence of its replies (scaffold/quotable.py; `+quotes`)
   prefix_cache_tokens reuse the KV of a prompt prefix every call shares (default 256; 0: off)
   turn_cache_mb    keep each conversation's KV for its next turn, up to this many MB
                    (default 2048; 0: off; turn_cache.py)
@@ -85,6 +87,9 @@ class LocalOptions(BaseModel):
     tool_role: Literal["user", "tool"] = Field("user", description="Chat role that carries tool results.")
     constrained: bool = Field(False, description="Constrain every reply with tools to well-formed calls.")
     max_calls_per_turn: int = Field(1, ge=1, le=8, description="Constrained: most calls in one reply (the model picks).")
+    copy_quotes: bool = Field(
+        False, description="Constrained: a «quote» must copy a request sent to the target or a sentence of its replies."
+    )
     lora: str | None = Field(None, description="Directory of a PEFT LoRA adapter to load on the base model.")
     prefix_cache_tokens: int = Field(
         256, ge=0, description="Reuse the KV of a prompt prefix all calls share when it is at least this long (0: off)."
@@ -117,6 +122,7 @@ class LocalChatModel:
         policy_version: str | None = None,
         constrained: bool = False,
         max_calls_per_turn: int = 1,
+        copy_quotes: bool = False,
         record_logprobs: bool = True,
         prefix_cache_tokens: int = 256,
         turn_cache_mb: int = 2048,
@@ -127,7 +133,7 @@ class LocalChatModel:
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.max_tokens, self.tool_role, self.policy_version = max_tokens, tool_role, policy_version
         self.constrained, self.record_logprobs = constrained, record_logprobs
-        self.max_calls_per_turn = max_calls_per_turn
+        self.max_calls_per_turn, self.copy_quotes = max_calls_per_turn, copy_quotes
         # Decode under bf16 autocast (weights stay as they are; the trainer's update uses the same).
         self.bf16_autocast = bf16_autocast
         self.prompts = PromptBuilder(tokenizer, tool_role=tool_role)
@@ -205,11 +211,16 @@ class LocalChatModel:
         return self.prompts.render(messages, tools, config)
 
     def grammar_for(
-        self, tools: Sequence[ToolDefinition], max_calls: int | None = None, citable: Sequence[str] | None = None
+        self,
+        tools: Sequence[ToolDefinition],
+        max_calls: int | None = None,
+        citable: Sequence[str] | None = None,
+        quotable: Sequence[str] | None = None,
     ) -> ToolCallGrammar:
-        """The tool-call grammar over `tools` (built once per tool list, call limit and citable ids)."""
+        """The tool-call grammar over `tools` (built once per tool list, call limit, citable ids and quotable texts)."""
         max_calls = max_calls or self.max_calls_per_turn
-        key = (tools_key(tools), max_calls, tuple(citable) if citable is not None else None)
+        quotable = tuple(quotable) if quotable is not None else None
+        key = (tools_key(tools), max_calls, tuple(citable) if citable is not None else None, quotable)
         if key not in self._grammars:
             if len(self._grammars) >= MAX_GRAMMARS:  # citable ids change every turn: keep the recent ones
                 self._grammars.pop(next(iter(self._grammars)))
@@ -220,7 +231,8 @@ class LocalChatModel:
                 self._masks = VocabularyMasks(self.tokenizer, specials, logits_size=width)
             stop_id = reply_stop_id(self.tokenizer, self.stop_ids)
             self._grammars[key] = ToolCallGrammar(
-                self.tokenizer, tools, stop_id=stop_id, masks=self._masks, max_calls=max_calls, citable=citable
+                self.tokenizer, tools, stop_id=stop_id, masks=self._masks, max_calls=max_calls, citable=citable,
+                quotable=quotable,
             )
         return self._grammars[key]
 
@@ -245,8 +257,11 @@ class LocalChatModel:
             required = config.required_among(tools)
             # The prompt still lists every tool (a prefix of the next turn's prompt); only the
             # grammar narrows, to exactly one call of the required tool.
-            citable = config.citable_ids
-            grammar = self.grammar_for([required], 1, citable) if required else self.grammar_for(tools, None, citable)
+            citable, quotable = config.citable_ids, config.quotable if self.copy_quotes else None
+            if required:
+                grammar = self.grammar_for([required], 1, citable, quotable)
+            else:
+                grammar = self.grammar_for(tools, None, citable, quotable)
         max_new = min(config.max_tokens or self.max_tokens, room)
         request = DecodeRequest(prompt_ids, max_new, float(temperature), config.seed, grammar)
         try:
@@ -410,6 +425,7 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> LocalChatModel:
         tool_role=options.tool_role,
         constrained=options.constrained,
         max_calls_per_turn=options.max_calls_per_turn,
+        copy_quotes=options.copy_quotes,
         policy_version=version,
         prefix_cache_tokens=options.prefix_cache_tokens,
         turn_cache_mb=options.turn_cache_mb,

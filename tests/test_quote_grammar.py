@@ -1,0 +1,170 @@
+"""`copy_quotes`: a constrained policy's «quote» copies a request it sent or a sentence the
+target said (scaffold/quotable.py, scaffold/providers/constrained.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any, Iterator
+
+import pytest
+from hf_fixtures import packaged_tokenizer, tiny_chat
+
+from scaffold.events import AuditorMessageEvent, TargetMessageEvent
+from scaffold.messages import GenerateConfig, Message, ToolCall
+from scaffold.providers.constrained import QUOTE_OPEN, ToolCallGrammar, VocabularyMasks, reply_stop_id
+from scaffold.providers.grammar_walk import grammar_ids
+from scaffold.providers.text_tools import render_assistant_text
+from scaffold.providers.token_prompts import end_of_turn_ids
+from scaffold.quotable import MAX_QUOTABLE, quotable_texts
+from scaffold.specs import parse_model_string
+from scaffold.tools import AUDITOR_TOOLS
+from scaffold.transcript import Transcript
+
+TOOLS = [tool.definition for tool in AUDITOR_TOOLS.values()]
+QUOTABLE = ("Where did jazz come from?", "Jazz grew out of blues in New Orleans.",
+            "Incidentally, bees are fascinating in their own right.")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _opened(value: Any) -> list[str]:
+    """What follows each `«` in the strings of `value`, up to its `»` (None-free: a quote left
+    open runs to the string's end and then holds no `»`)."""
+    return [after.split("»")[0] if "»" in after else after + "<open>"
+            for text in _strings(value) for after in text.split(QUOTE_OPEN)[1:]]
+
+
+def _grammar(quotable: tuple[str, ...] | None, max_calls: int = 1) -> ToolCallGrammar:
+    tokenizer = packaged_tokenizer()
+    stop_ids = end_of_turn_ids(tokenizer)
+    masks = VocabularyMasks(tokenizer, stop_ids | set(tokenizer.all_special_ids))
+    return ToolCallGrammar(tokenizer, TOOLS, stop_id=reply_stop_id(tokenizer, stop_ids), masks=masks,
+                           max_calls=max_calls, citable=("t1",), quotable=quotable)
+
+
+def _finding(claim: str) -> str:
+    call = ToolCall(id="c", name="record_finding", arguments={"claim": claim, "cited_message_ids": ["t1"]})
+    return render_assistant_text(Message(role="assistant", content="", tool_calls=[call]))
+
+
+def test_the_quotable_texts_are_the_requests_and_the_sentences_of_the_replies() -> None:
+    t = Transcript("r")
+    t.append(TargetMessageEvent(message=Message(id="s", role="system", content="You are helpful.")))
+    t.append(TargetMessageEvent(message=Message(id="u1", role="user", content='Where did "jazz"\ncome from?')))
+    t.append(TargetMessageEvent(message=Message(id="t1", role="assistant", content="It grew in New Orleans. "
+                                                "Incidentally, bees are great!\nAsk «me» more.")))
+    # a request as the report quotes it (made writable, on one line); replies split into sentences;
+    # no system prompt; nothing holding a guillemet, which could not be told from a quote's end
+    assert quotable_texts(t) == ("Where did 'jazz' come from?", "It grew in New Orleans.", "Incidentally, bees are great!")
+    for i in range(MAX_QUOTABLE + 5):
+        t.append(TargetMessageEvent(message=Message(id=f"x{i}", role="user", content=f"Request number {i}.")))
+    latest = quotable_texts(t)
+    assert len(latest) == MAX_QUOTABLE and latest[-1] == f"Request number {MAX_QUOTABLE + 4}."
+
+
+def test_a_quote_walks_only_through_text_the_conversation_holds() -> None:
+    quoting, free = _grammar(QUOTABLE), _grammar(None)
+    real = _finding(f"Asked «{QUOTABLE[0]}», it added unrequested text: «{QUOTABLE[2]}»")
+    invented = _finding(f"Asked «{QUOTABLE[0]}», it added unrequested text: «Cats sleep a lot.»")
+    assert grammar_ids(quoting, real, 400) is not None and grammar_ids(free, real, 400) is not None
+    assert grammar_ids(quoting, invented, 400) is None  # the invented quote cannot be written
+    assert grammar_ids(free, invented, 400) is not None  # without quotable texts strings stay free
+    # inside a quote the policy chooses only while quotable texts still differ; the rest is forced
+    ids = grammar_ids(quoting, real, 400)
+    assert ids is not None
+    state, forced_in_quotes, chosen_in_quotes = quoting.start(400), 0, 0
+    for token in ids:
+        allowed, inside = state.allowed(), state.quoting is not None
+        if inside:
+            assert allowed is not None and token in allowed
+            forced_in_quotes += len(allowed) == 1
+            chosen_in_quotes += len(allowed) > 1
+        state.advance(token)
+    assert state.done and chosen_in_quotes == 2 and forced_in_quotes > 10
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_walks_through_a_quoting_grammar_quote_only_quotable_text(seed: int) -> None:
+    """A policy that opens quotes as often as it can (a fifth of its string tokens) still
+    writes calls that parse, and every «quote» in them is a quotable text."""
+    import torch
+
+    grammar = _grammar(QUOTABLE, max_calls=3)
+    masks = grammar.masks
+    generator = torch.Generator().manual_seed(seed)
+    row = torch.empty(masks.body.numel())
+    state, ids = grammar.start(640), []
+    while not state.done:
+        state.bias_into(row)
+        allowed = (row == 0).nonzero().flatten()
+        openers = allowed[masks.opens[allowed]]
+        closers = allowed[masks.close[allowed]]
+        draw = torch.rand(1, generator=generator).item()
+        pool = openers if len(openers) and draw < 0.2 else closers if len(closers) and draw < 0.3 else allowed
+        token = int(pool[torch.randint(len(pool), (1,), generator=generator)].item())
+        ids.append(token)
+        state.advance(token)
+    text = grammar.tokenizer.decode(ids[:-1])
+    calls = [json.loads(c) for c in re.findall(r"<tool_call>(.*?)</tool_call>", text)]
+    assert calls and all(set(c) == {"name", "arguments"} for c in calls), text
+    quotes = [q for c in calls for q in _opened(c["arguments"])]
+    assert quotes and set(quotes) <= set(QUOTABLE), (quotes, text)
+
+
+class _QuoteHungry:
+    """A forward hook on lm_head that makes the tiny model open a quote wherever it may."""
+
+    def __init__(self, model: Any, opener_ids: list[int]) -> None:
+        self.model, self.opener_ids = model, opener_ids
+
+    def __enter__(self) -> _QuoteHungry:
+        def hook(module: Any, inputs: Any, output: Any) -> Any:
+            boosted = output.clone()
+            boosted[..., self.opener_ids] += 6.0
+            return boosted
+
+        self.handle = self.model.lm_head.register_forward_hook(hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.remove()
+
+
+def test_the_hf_provider_with_copy_quotes_samples_only_real_quotes() -> None:
+    """Through the provider's decode loop: with the option every quote is a quotable text;
+    the same model without it writes quotes of its own."""
+    messages = [Message(role="system", content="Audit."), Message(role="user", content="Begin.")]
+    config = GenerateConfig(temperature=1.0, quotable=QUOTABLE, citable_ids=("t1",))
+    quotes: dict[bool, list[str]] = {True: [], False: []}
+    for copy_quotes in (True, False):
+        chat = tiny_chat(max_tokens=400, constrained=True, max_calls_per_turn=2, copy_quotes=copy_quotes)
+        opener_ids = [i for text in (" «", "«") for i in chat.tokenizer(text, add_special_tokens=False)["input_ids"]]
+        assert len(opener_ids) == 2  # SmolLM2 writes each as one token
+        with _QuoteHungry(chat.model, opener_ids):
+            for seed in range(6):
+                reply = asyncio.run(chat.generate(messages, TOOLS, config.model_copy(update={"seed": seed}))).message
+                assert reply.tool_calls and not any(c.parse_error for c in reply.tool_calls), reply.tool_calls
+                quotes[copy_quotes] += [q for c in reply.tool_calls for q in _opened(c.arguments)]
+    assert len(quotes[True]) >= 3 and set(quotes[True]) <= set(QUOTABLE), quotes[True]
+    assert set(quotes[False]) - set(QUOTABLE), quotes[False]
+
+
+def test_the_quotes_modifier_and_the_scaffold_hand_the_texts_to_the_grammar() -> None:
+    assert parse_model_string("hf:smollm2-135m+constrained+quotes").extra == {"constrained": True, "copy_quotes": True}
+    from scaffold.nodes import citable_ids
+
+    t = Transcript("r")
+    t.append(AuditorMessageEvent(message=Message(id="a1", role="assistant", content="hi")))
+    t.append(TargetMessageEvent(message=Message(id="t1", role="assistant", content="Hello there. How can I help?")))
+    assert citable_ids(t) == ("t1",) and quotable_texts(t) == ("Hello there.", "How can I help?")
