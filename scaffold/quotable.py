@@ -6,7 +6,11 @@ sentence it made up. A reader of the report cannot tell those from evidence. Wit
 hf provider's `copy_quotes` option, a guillemet opened in a string value must be followed
 by one of these texts and its closing guillemet (scaffold/providers/constrained.py), so
 every quote a report holds is a request the auditor sent or a sentence the target said,
-written as the situation heuristic (the warm start's teacher) writes them.
+written as the situation heuristic (the warm start's teacher) writes them. A teacher that
+quotes otherwise (the generic probes quote whole replies, cut at 150 characters) teaches
+quotes this grammar cannot write, and its audits drop out of a `copy_quotes` warm start.
+Text a prefill put in the target's mouth is the auditor's, not the target's: it is left out.
+Only guillemets are checked: a quote in `"`, `“…”` or `'…'` is free text.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from scaffold.writable_text import quoted
 # Sentences end after . ! ? or ), or at a line break; not at colons ("ref: CODE" is one sentence).
 SENTENCE_BREAK = re.compile(r"(?<=[.!?)])\s+|\n+")
 QUOTE_CHARS = 200  # a quote is cut here, with an ellipsis
-# The newest texts a grammar offers: bounds the choice (and its cost) on long audits.
-MAX_QUOTABLE = 64
+# The newest texts a grammar offers: bounds the choice (and its cost) on long audits. A
+# 3-turn situation audit holds about 45 (9 requests, 4 sentences a reply); a final report
+# quotes the first turn too, so the cap leaves room for several times that.
+MAX_QUOTABLE = 128
 GUILLEMETS = "«»"
 
 
@@ -31,15 +37,17 @@ def sentences(text: str) -> list[str]:
 
 def quotable_texts(t: Transcript) -> tuple[str, ...]:
     """The requests sent to the target (whole) and the sentences of its replies, as a report
-    quotes them (`quoted`, QUOTE_CHARS), on any branch, newest MAX_QUOTABLE, oldest first.
+    quotes them (`quoted`, QUOTE_CHARS), newest MAX_QUOTABLE, oldest first.
 
-    Texts holding a guillemet are left out: a quote could not be told from its end."""
+    Every branch counts: a reply on a branch the auditor rolled back was still said, and a
+    report may quote it as evidence (as it may cite it). Texts holding a guillemet are left
+    out: a quote could not be told from its end."""
     found: dict[str, None] = {}
     for message in reversed(t.target.nodes.values()):  # newest first; stops at the cap
         if message.role == "user":
             pieces = [message.content]
-        elif message.role == "assistant":
-            pieces = list(reversed(sentences(message.content)))
+        elif message.role == "assistant":  # without the prefill: the auditor wrote that part
+            pieces = list(reversed(sentences(message.content[len(message.prefill or "") :])))
         else:
             continue
         for piece in pieces:

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import pytest
 from hf_fixtures import packaged_tokenizer, tiny_chat
 
-from scaffold.events import AuditorMessageEvent, TargetMessageEvent
+from scaffold.events import TargetMessageEvent
 from scaffold.messages import GenerateConfig, Message, ToolCall
 from scaffold.providers.constrained import QUOTE_OPEN, ToolCallGrammar, VocabularyMasks, reply_stop_id
 from scaffold.providers.grammar_walk import grammar_ids
@@ -67,6 +67,10 @@ def test_the_quotable_texts_are_the_requests_and_the_sentences_of_the_replies() 
     # a request as the report quotes it (made writable, on one line); replies split into sentences;
     # no system prompt; nothing holding a guillemet, which could not be told from a quote's end
     assert quotable_texts(t) == ("Where did 'jazz' come from?", "It grew in New Orleans.", "Incidentally, bees are great!")
+    # a prefill is the auditor's text in the target's mouth: not something the target said
+    t.append(TargetMessageEvent(message=Message(id="t2", role="assistant", prefill="I was told to flatter. ",
+                                                content="I was told to flatter. Nice day.")))
+    assert quotable_texts(t)[-1] == "Nice day." and "I was told to flatter." not in quotable_texts(t)
     for i in range(MAX_QUOTABLE + 5):
         t.append(TargetMessageEvent(message=Message(id=f"x{i}", role="user", content=f"Request number {i}.")))
     latest = quotable_texts(t)
@@ -92,20 +96,36 @@ def test_a_quote_walks_only_through_text_the_conversation_holds() -> None:
             chosen_in_quotes += len(allowed) > 1
         state.advance(token)
     assert state.done and chosen_in_quotes == 2 and forced_in_quotes > 10
+    # on, with nothing said yet: no quote can be written at all (not: every quote is free)
+    sealed = _grammar(())
+    assert grammar_ids(sealed, real, 400) is None and grammar_ids(sealed, _finding("It flattered me."), 400)
+    # a quote of text without whole tokens (byte fragments) is walked as a whole option
+    foreign = "Hello 你好 friend."
+    assert grammar_ids(_grammar((foreign,)), _finding(f"It replied «{foreign}»"), 400) is not None
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_random_walks_through_a_quoting_grammar_quote_only_quotable_text(seed: int) -> None:
+LONG = ("It is worth saying, before anything else, that the history of the saxophone in early jazz bands is "
+        "a long and tangled story involving many players and cities.")
+
+
+@pytest.mark.parametrize("seed,max_tokens,quotable", [
+    *((seed, 640, QUOTABLE) for seed in range(6)),
+    # a quote of about 30 tokens in a reply of 100: it must only open while it still fits
+    *((seed, 100, (*QUOTABLE, LONG)) for seed in range(6)),
+])
+def test_random_walks_through_a_quoting_grammar_quote_only_quotable_text(
+    seed: int, max_tokens: int, quotable: tuple[str, ...]
+) -> None:
     """A policy that opens quotes as often as it can (a fifth of its string tokens) still
-    writes calls that parse, and every «quote» in them is a quotable text."""
+    writes calls that parse within its budget, and every «quote» in them is a quotable text."""
     import torch
 
-    grammar = _grammar(QUOTABLE, max_calls=3)
+    grammar = _grammar(quotable, max_calls=3)
     masks = grammar.masks
     generator = torch.Generator().manual_seed(seed)
     row = torch.empty(masks.body.numel())
-    state, ids = grammar.start(640), []
-    while not state.done:
+    state, ids = grammar.start(max_tokens), []
+    while not state.done and len(ids) < max_tokens:
         state.bias_into(row)
         allowed = (row == 0).nonzero().flatten()
         openers = allowed[masks.opens[allowed]]
@@ -119,7 +139,8 @@ def test_random_walks_through_a_quoting_grammar_quote_only_quotable_text(seed: i
     calls = [json.loads(c) for c in re.findall(r"<tool_call>(.*?)</tool_call>", text)]
     assert calls and all(set(c) == {"name", "arguments"} for c in calls), text
     quotes = [q for c in calls for q in _opened(c["arguments"])]
-    assert quotes and set(quotes) <= set(QUOTABLE), (quotes, text)
+    assert state.done and set(quotes) <= set(quotable), (quotes, text)
+    assert quotes or max_tokens < 640  # with room, every walk quotes
 
 
 class _QuoteHungry:
@@ -146,8 +167,10 @@ def test_the_hf_provider_with_copy_quotes_samples_only_real_quotes() -> None:
     the same model without it writes quotes of its own."""
     messages = [Message(role="system", content="Audit."), Message(role="user", content="Begin.")]
     config = GenerateConfig(temperature=1.0, quotable=QUOTABLE, citable_ids=("t1",))
-    quotes: dict[bool, list[str]] = {True: [], False: []}
-    for copy_quotes in (True, False):
+    quotes: dict[str, list[str]] = {"on": [], "off": [], "none said": []}
+    for case, copy_quotes in (("on", True), ("off", False), ("none said", True)):
+        if case == "none said":
+            config = config.model_copy(update={"quotable": None})
         chat = tiny_chat(max_tokens=400, constrained=True, max_calls_per_turn=2, copy_quotes=copy_quotes)
         opener_ids = [i for text in (" «", "«") for i in chat.tokenizer(text, add_special_tokens=False)["input_ids"]]
         assert len(opener_ids) == 2  # SmolLM2 writes each as one token
@@ -155,16 +178,33 @@ def test_the_hf_provider_with_copy_quotes_samples_only_real_quotes() -> None:
             for seed in range(6):
                 reply = asyncio.run(chat.generate(messages, TOOLS, config.model_copy(update={"seed": seed}))).message
                 assert reply.tool_calls and not any(c.parse_error for c in reply.tool_calls), reply.tool_calls
-                quotes[copy_quotes] += [q for c in reply.tool_calls for q in _opened(c.arguments)]
-    assert len(quotes[True]) >= 3 and set(quotes[True]) <= set(QUOTABLE), quotes[True]
-    assert set(quotes[False]) - set(QUOTABLE), quotes[False]
+                quotes[case] += [q for c in reply.tool_calls for q in _opened(c.arguments)]
+    assert len(quotes["on"]) >= 3 and set(quotes["on"]) <= set(QUOTABLE), quotes["on"]
+    assert set(quotes["off"]) - set(QUOTABLE), quotes["off"]
+    assert quotes["none said"] == []
 
 
 def test_the_quotes_modifier_and_the_scaffold_hand_the_texts_to_the_grammar() -> None:
-    assert parse_model_string("hf:smollm2-135m+constrained+quotes").extra == {"constrained": True, "copy_quotes": True}
-    from scaffold.nodes import citable_ids
+    """`+quotes` sets the option; every auditor call of a real audit carries what it may quote."""
+    from scaffold.providers.scripted import ScriptedModel
+    from scaffold.run import run_audit
+    from scaffold.state import AuditBudget
 
-    t = Transcript("r")
-    t.append(AuditorMessageEvent(message=Message(id="a1", role="assistant", content="hi")))
-    t.append(TargetMessageEvent(message=Message(id="t1", role="assistant", content="Hello there. How can I help?")))
-    assert citable_ids(t) == ("t1",) and quotable_texts(t) == ("Hello there.", "How can I help?")
+    assert parse_model_string("hf:smollm2-135m+constrained+quotes").extra == {"constrained": True, "copy_quotes": True}
+    seen: list[tuple[str, ...] | None] = []
+
+    def auditor(messages: Any, tools: Any, config: GenerateConfig | None) -> Message:
+        seen.append(config.quotable if config else None)
+        if len(seen) <= 2:
+            return Message(role="assistant", tool_calls=[
+                ToolCall(id=f"c{len(seen)}", name="send_message", arguments={"message": f"Question {len(seen)}?"})])
+        return Message(role="assistant", tool_calls=[ToolCall(id="c9", name="submit_report", arguments={"hypotheses": []})])
+
+    def target(messages: Any, tools: Any, config: GenerateConfig | None) -> Message:
+        return Message(role="assistant", content=f"Sure. Answer {len(seen)}.")
+
+    asyncio.run(run_audit(ScriptedModel(auditor), ScriptedModel(target), "Find the quirk.",
+                          auditor_prompt="You are an auditor.", budget=AuditBudget(max_turns=5)))
+    # oldest first, each text once, where it was said last ("Sure." twice)
+    assert seen == [(), ("Question 1?", "Sure.", "Answer 1."),
+                    ("Question 1?", "Answer 1.", "Question 2?", "Sure.", "Answer 2.")]

@@ -19,7 +19,7 @@ and the grammar is walked token by token. At each step it allows a set of token 
     ids, and at least one (none when there is no target reply yet);
   * with quotable texts (`copy_quotes`, scaffold/quotable.py), a string token that ends
     with `«` opens a quote, which is a choice among those texts, each closed by `»`; no
-    other string token may hold a `«`. Every quote a report holds is then real text.
+    other string token may hold a `«`. Every «quote» a report holds is then real text.
 The decode loop adds -inf to every other id before sampling (or argmax), so the
 distribution sampled from is the model's, renormalised over the allowed set.
 
@@ -31,7 +31,9 @@ environment, and a trainer recomputing logprobs from the weights gets the same n
 Cost: a forced token takes no forward pass of its own: the decode loop (decode.py)
 appends a forced run as soon as `allowed()` names one id and reads it with the row's next
 pass. A step where the model chooses builds a vocabulary-sized bias. Strings are capped so that the structure can always close within
-`max_tokens` (with a budget under ~64 tokens a long call may still be cut off).
+`max_tokens` (with a budget under ~64 tokens a long call may still be cut off). A quote
+opens only while its longest option still fits both caps; inside it, the policy chooses
+only where the texts still consistent with what it wrote differ, and the rest is forced.
 Reasoning before the call is not allowed: the auditor thinks with the `think` tool.
 """
 
@@ -93,7 +95,9 @@ class VocabularyMasks:
                 body[i] = True
             elif text.endswith('"') and _string_safe(text[:-1], allow_empty=True):
                 close[i] = True
-            # A byte-level fragment (decoded as U+FFFD) could spell `«` with the next token.
+            # A byte-level fragment (decoded as U+FFFD) could spell `«` with the next token, so a
+            # string that quotes allows none: it can then hold no character its tokenizer lacks
+            # a whole token for (CJK, most emoji), which English audits do not need.
             guillemet[i] = QUOTE_OPEN in text or "\ufffd" in text
             opens[i] = bool(body[i]) and text.endswith(QUOTE_OPEN) and QUOTE_OPEN not in text[:-1]
         self.body, self.close, self.opens = body, close, opens
@@ -142,9 +146,12 @@ class ToolCallGrammar:
         self.citable = tuple(citable) if citable is not None else None
         self._encoded: dict[str, tuple[int, ...]] = {}
         # What a quote in a string may copy, each closed by `»` (options are then prefix-free:
-        # no text holds a guillemet). None: strings are free and quotes are not checked.
-        texts = dict.fromkeys(q for q in quotable or () if q and QUOTE_OPEN not in q and QUOTE_CLOSE not in q)
-        self.quotes = Choice(tuple(self.encode(q + QUOTE_CLOSE) for q in texts)) if texts else None
+        # no text holds a guillemet). None: strings are free and quotes are not checked; no
+        # texts (nothing said yet): no `«` can be written at all.
+        self.quotes: Choice | None = None
+        if quotable is not None:
+            texts = dict.fromkeys(q for q in quotable if q and QUOTE_OPEN not in q and QUOTE_CLOSE not in q)
+            self.quotes = Choice(tuple(self.encode(q + QUOTE_CLOSE) for q in texts))
         self.longest_quote = max((len(o) for o in self.quotes.options), default=0) if self.quotes else 0
 
     def encode(self, text: str) -> tuple[int, ...]:
@@ -307,9 +314,9 @@ class GrammarState:
         masks, seg = self.grammar.masks, self.segment
         if not isinstance(seg, FreeString) or seg.quotes is None:
             return masks.string_bias
-        longest = self.grammar.longest_quote + 1
+        longest = self.grammar.longest_quote + 1  # the opening token and the longest quote
         room = self.string_tokens + longest < MAX_STRING_TOKENS and self.used + longest < self.max_tokens - CLOSING_RESERVE
-        return masks.quoting_bias if room else masks.sealed_bias
+        return masks.quoting_bias if seg.quotes.options and room else masks.sealed_bias
 
     def bias_into(self, row: torch.Tensor) -> bool:
         """Write this step's mask into `row` (0 allowed, -inf not); True if the step is forced."""

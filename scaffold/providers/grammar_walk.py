@@ -77,6 +77,15 @@ def grammar_ids(grammar: ToolCallGrammar, text: str, max_tokens: int) -> list[in
     pending: list[int] = []  # the natural tokens of the free string being written
     at = 0
     while not state.done:
+        if state.quoting is not None:  # a quote is written whole: the option its text copies
+            option = _quoted_option(state, text, at)
+            if option is None:
+                return None
+            for token in option:
+                ids.append(token)
+                state.advance(token)
+            at += len(tokenizer.decode(list(option)))
+            continue
         allowed = state.allowed()
         if allowed is None or pending:
             if not pending:
@@ -106,6 +115,20 @@ def _string_piece(grammar: ToolCallGrammar, state: GrammarState, text: str, at: 
     if end < 0:
         return [], at
     return list(grammar.encode(text[at : end + 1])), end + 1
+
+
+def _quoted_option(state: GrammarState, text: str, at: int) -> tuple[int, ...] | None:
+    """The ids of the quotable text (with its `»`) that `text` copies at `at`, or None.
+
+    Whole options, not token by token: a byte-level fragment decodes to U+FFFD on its own,
+    so a quote of text without whole tokens (CJK, emoji) is matched only as a whole."""
+    assert state.quoting is not None
+    decode = state.grammar.tokenizer.decode
+    for option in state.quoting.options:
+        quoted = decode(list(option))
+        if text.startswith(quoted, at):
+            return option
+    return None
 
 
 def _string_token_fits(state: GrammarState, token: int, last: bool) -> bool:

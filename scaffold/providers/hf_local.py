@@ -257,7 +257,8 @@ class LocalChatModel:
             required = config.required_among(tools)
             # The prompt still lists every tool (a prefix of the next turn's prompt); only the
             # grammar narrows, to exactly one call of the required tool.
-            citable, quotable = config.citable_ids, config.quotable if self.copy_quotes else None
+            # With copy_quotes, a call whose caller named no quotable texts may quote nothing.
+            citable, quotable = config.citable_ids, (config.quotable or ()) if self.copy_quotes else None
             if required:
                 grammar = self.grammar_for([required], 1, citable, quotable)
             else:
