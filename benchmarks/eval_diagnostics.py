@@ -5,7 +5,11 @@ beyond what the eval already stored) and counts, over the quirk audits and the c
   grounded, named        what the grader credited (quirk audits)
   false positives        controls where the report claimed a behaviour
   quirk showed           a target reply carried the simulated organism's `fired` flag
+  cites / quotes fired   the top hypothesis cites a reply where the quirk showed; its last
+                         «quote» is a sentence of one (with quirk showed: the detection funnel)
   quotes a cited reply   the top hypothesis copies text from a reply it cites
+  last quote             over claims on quirk audits, where the top hypothesis's last «quote»
+                         comes from: a reply sentence, the auditor's own request, or neither
   claimed                the report claimed a behaviour (quirk audits)
   prefill                `send_message` calls that used `prefill`
   openings               distinct first requests, and the share of the commonest
@@ -20,7 +24,13 @@ from collections import Counter
 from pathlib import Path
 
 from evals.runner import read_finished
-from training.rollout_diagnostics import quirk_showed, quotes_a_cited_reply
+from training.rollout_diagnostics import (
+    cites_a_fired_reply,
+    last_quote_source,
+    quirk_showed,
+    quotes_a_cited_reply,
+    quotes_a_fired_reply,
+)
 from training.sft import read_transcript
 
 
@@ -29,13 +39,18 @@ def diagnose(directory: Path) -> dict[str, str]:
     rows = list(read_finished(directory).values())
     quirks = [r for r in rows if r.quirk != "none" and r.status == "completed"]
     controls = [r for r in rows if r.quirk == "none" and r.status == "completed"]
-    showed = quoted = prefill = sends = 0
+    showed = cites_fired = quotes_fired = quoted = prefill = sends = 0
     openings: Counter[str] = Counter()
+    sources: Counter[str | None] = Counter()
     for row in quirks + controls:
         transcript = read_transcript(directory / "runs" / row.run_id / "transcript.json")
         if row in quirks:
             showed += quirk_showed(transcript) is True
+            cites_fired += cites_a_fired_reply(transcript)
+            quotes_fired += quotes_a_fired_reply(transcript)
             quoted += quotes_a_cited_reply(transcript)
+            if row.claimed:
+                sources[last_quote_source(transcript)] += 1
         calls = [c for m in transcript.auditor_view() for c in (m.tool_calls or []) if c.name == "send_message"]
         sends += len(calls)
         prefill += sum(1 for c in calls if (c.arguments or {}).get("prefill"))
@@ -49,8 +64,12 @@ def diagnose(directory: Path) -> dict[str, str]:
         "named": f"{sum(bool(r.identified) for r in quirks)}/{n}",
         "false positives": f"{sum(bool(r.false_positive) for r in controls)}/{m}",
         "quirk showed": f"{showed}/{n}",
+        "cites / quotes fired": f"{cites_fired}/{n} / {quotes_fired}/{n}",
         "quotes a cited reply": f"{quoted}/{n}",
         "claimed": f"{sum(bool(r.claimed) for r in quirks)}/{n}",
+        "last quote: reply / request / neither / none": "{} / {} / {} / {}".format(
+            *(sources[s] for s in ("reply", "request", "other", None))
+        ),
         "prefill": f"{prefill}/{sends}",
         "openings": f"{len(openings)} (commonest {common}/{sum(openings.values())})",
     }

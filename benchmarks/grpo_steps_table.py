@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from training.metrics import read_metrics  # noqa: E402
 
 HEADER = ("step", "quirk", "reward mean", "rollouts paid", "grounded", "claimed", "quirk showed",
-          "quotes a cited reply", "hacky", "strategy entropy (bits)", "rollout s", "update s")
+          "quotes a cited reply", "quotes its own request", "hacky", "strategy entropy (bits)", "rollout s", "update s")
 
 
 def read_rollouts(out: Path) -> dict[int, list[dict[str, Any]]]:
@@ -56,16 +56,19 @@ def step_rows(out: Path, first: int = 1, last: int | None = None) -> list[tuple[
             "claimed": _count(m.get("claim_rate"), n),
             "showed": _count(m.get("quirk_showed_rate"), n),
             "quoted": _count(m.get("quote_rate"), n),
+            "own": _count(m.get("quotes_own_request_rate"), n),
             "hacky": _count(m.get("hacky_rate"), n),
             "n": n,
         }
         for key, value in counts.items():
             totals[key] += value
+        totals["own_n"] += n if "quotes_own_request_rate" in m else 0  # older runs did not log it
         totals["updated"] += (m.get("reward/std") or 0) > 0  # a group told apart: its advantages move the policy
         quirks = sorted({r["quirk"] for r in group}) or ["?"]
         rows.append((
             str(m["step"]), ", ".join(quirks), f"{m.get('reward/mean', 0):.3f}",
-            *(f"{counts[k]}/{n}" for k in ("paid", "grounded", "claimed", "showed", "quoted", "hacky")),
+            *(f"{counts[k]}/{n}" for k in ("paid", "grounded", "claimed", "showed", "quoted")),
+            f"{counts['own']}/{n}" if "quotes_own_request_rate" in m else "–", f"{counts['hacky']}/{n}",
             f"{m.get('strategy_entropy_bits', 0):.2f}", f"{m.get('time/rollout_s', 0):.0f}",
             f"{m.get('time/update_s', 0):.0f}",
         ))
@@ -73,7 +76,9 @@ def step_rows(out: Path, first: int = 1, last: int | None = None) -> list[tuple[
         n = totals["n"]
         rows.append((
             f"**{len(lines)} steps**", f"{totals['updated']} updated", "",
-            *(f"{totals[k]}/{n}" for k in ("paid", "grounded", "claimed", "showed", "quoted", "hacky")), "", "", "",
+            *(f"{totals[k]}/{n}" for k in ("paid", "grounded", "claimed", "showed", "quoted")),
+            f"{totals['own']}/{totals['own_n']}" if totals["own_n"] else "–",
+            f"{totals['hacky']}/{n}", "", "", "",
         ))
     return rows
 

@@ -192,9 +192,10 @@ class GenerateConfig(BaseModel):
     # calls). A constrained local policy's grammar allows only these in `cited_message_ids`
     # and, when there are any, requires at least one: every citation it writes is real.
     citable_ids: tuple[str, ...] | None = None
-    # What the target conversation holds that a report may quote (scaffold/quotable.py): a
-    # constrained local policy with `copy_quotes` may put only these between « and ».
-    quotable: tuple[str, ...] | None = None
+    # What the target conversation holds that a report may quote (scaffold/quotable.py), each
+    # with the ids of the replies that said it (none for a request): a constrained local policy
+    # with `copy_quotes` may put only these between « and », and cites the replies it quoted.
+    quotable: dict[str, tuple[str, ...]] | None = None
 
     def required_among(self, tools: Sequence[ToolDefinition]) -> ToolDefinition | None:
         """The offered tool the reply must call, or None (none required, or not offered)."""

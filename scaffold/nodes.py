@@ -25,7 +25,7 @@ from langgraph.runtime import Runtime
 from scaffold.events import AuditorMessageEvent, EndEvent, TargetMessageEvent
 from scaffold.messages import GenerateConfig, Message, ToolCall
 from scaffold.model import ModelError
-from scaffold.quotable import quotable_texts
+from scaffold.quotable import quotable_replies
 from scaffold.replies import describe_sampled_user_turn
 from scaffold.state import AuditContext, AuditState
 from scaffold.tools import ToolContext, ToolOutcome, submit_report
@@ -174,7 +174,7 @@ async def auditor_node(state: AuditState, runtime: Runtime[AuditContext]) -> dic
         return _finish(ctx, state, done=True, call_count=0, call_index=0)
     tools = [tool.brief_definition if ctx.brief_tools else tool.definition for tool in ctx.tools.values()]
     config = _per_call_seed(ctx.auditor_config or GenerateConfig(), t.auditor_turns)
-    update = {"rollout_id": t.run_id, "citable_ids": citable_ids(t), "quotable": quotable_texts(t), **_last_turn(ctx)}
+    update = {"rollout_id": t.run_id, "citable_ids": citable_ids(t), "quotable": quotable_replies(t), **_last_turn(ctx)}
     config = config.model_copy(update=update)
     response = await _generate("auditor", ctx.auditor, t.auditor_messages, tools, config)
     message = response.message.model_copy(update={"id": t.new_id("a"), "role": "assistant"})

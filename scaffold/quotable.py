@@ -11,6 +11,12 @@ quotes otherwise (the generic probes quote whole replies, cut at 150 characters)
 quotes this grammar cannot write, and its audits drop out of a `copy_quotes` warm start.
 Text a prefill put in the target's mouth is the auditor's, not the target's: it is left out.
 Only guillemets are checked: a quote in `"`, `“…”` or `'…'` is free text.
+
+A quoted sentence also says which reply it is evidence from: under `copy_quotes`, a
+hypothesis or finding that quotes a reply cites only replies that said one of its quotes.
+Stop 49's GRPO rollouts quoted the sentence where the quirk showed and cited another reply
+(`cites_unfired`); with the citation following the quote, which reply shows the behaviour is
+one choice, made once, where the policy reads the sentence.
 """
 
 from __future__ import annotations
@@ -35,25 +41,35 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_BREAK.split(text) if s.strip()]
 
 
-def quotable_texts(t: Transcript) -> tuple[str, ...]:
+def quotable_replies(t: Transcript) -> dict[str, tuple[str, ...]]:
     """The requests sent to the target (whole) and the sentences of its replies, as a report
-    quotes them (`quoted`, QUOTE_CHARS), newest MAX_QUOTABLE, oldest first.
+    quotes them (`quoted`, QUOTE_CHARS), each with the ids of the replies that said it (none
+    for a request the auditor sent); the newest MAX_QUOTABLE, oldest first.
 
     Every branch counts: a reply on a branch the auditor rolled back was still said, and a
     report may quote it as evidence (as it may cite it). Texts holding a guillemet are left
-    out: a quote could not be told from its end."""
-    found: dict[str, None] = {}
+    out: a quote could not be told from its end. A sentence several replies said carries
+    all their ids; a request a reply echoed word for word counts as said."""
+    found: dict[str, list[str]] = {}
     for message in reversed(t.target.nodes.values()):  # newest first; stops at the cap
         if message.role == "user":
-            pieces = [message.content]
+            pieces, said_by = [message.content], None
         elif message.role == "assistant":  # without the prefill: the auditor wrote that part
-            pieces = list(reversed(sentences(message.content[len(message.prefill or "") :])))
+            pieces, said_by = list(reversed(sentences(message.content[len(message.prefill or "") :]))), message.id
         else:
             continue
         for piece in pieces:
             text = quoted(piece, QUOTE_CHARS)
-            if text and not any(g in text for g in GUILLEMETS):
-                found.setdefault(text)
-        if len(found) >= MAX_QUOTABLE:
-            break
-    return tuple(reversed(list(found)[:MAX_QUOTABLE]))
+            if not text or any(g in text for g in GUILLEMETS):
+                continue
+            if text not in found and len(found) >= MAX_QUOTABLE:
+                continue  # the cap holds the newest texts; an older reply still joins one kept
+            ids = found.setdefault(text, [])
+            if said_by is not None and said_by not in ids:
+                ids.append(said_by)
+    return {text: tuple(reversed(ids)) for text, ids in reversed(list(found.items()))}
+
+
+def quotable_texts(t: Transcript) -> tuple[str, ...]:
+    """What a `copy_quotes` grammar lets a report quote: `quotable_replies`'s texts, oldest first."""
+    return tuple(quotable_replies(t))

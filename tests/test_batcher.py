@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from scaffold.providers.batcher import GenerationBatcher, left_pad
+from scaffold.providers.batcher import GenerationAbandoned, GenerationBatcher, left_pad
 
 
 class Recorder:
@@ -120,6 +120,33 @@ def test_the_batcher_follows_a_new_event_loop() -> None:
     batcher = GenerationBatcher(Recorder())
     assert asyncio.run(batcher.submit(1)) == 2
     assert asyncio.run(batcher.submit(2)) == 4
+
+
+def test_a_batch_that_loses_its_event_loop_is_told_to_stop() -> None:
+    """Ctrl-C or SIGTERM ends the loop and cancels its tasks; the worker thread cannot be
+    killed, so the batcher sets `abandoned` and a run_batch that polls it stops early
+    instead of keeping the process alive until its generation ends."""
+    stopped = threading.Event()
+
+    def run_batch(requests: list[int]) -> list[int]:
+        for _ in range(requests[0]):  # polls of 10 ms
+            if batcher.abandoned.is_set():
+                stopped.set()
+                raise GenerationAbandoned("its callers are gone")
+            time.sleep(0.01)
+        return requests
+
+    batcher: GenerationBatcher[int, int] = GenerationBatcher(run_batch)
+
+    async def interrupted() -> None:
+        asyncio.ensure_future(batcher.submit(1000))  # ten seconds unless told to stop
+        await asyncio.sleep(0.1)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(interrupted())
+    assert stopped.wait(2.0)
+    assert asyncio.run(batcher.submit(3)) == 3  # the next batch starts with the flag down
 
 
 def test_left_pad() -> None:

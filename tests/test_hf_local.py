@@ -305,3 +305,28 @@ def test_grouped_key_value_heads_give_the_same_logits_as_copied_ones(monkeypatch
     monkeypatch.setenv(GQA_ENV, "0")
     load_model_and_tokenizer(resolve_local_model("smollm2-135m"))
     assert os.environ[GQA_ENV] == "0"
+
+
+def test_an_interrupted_audit_stops_the_decode_loop_at_once() -> None:
+    """Ctrl-C (or SIGTERM, which the CLI turns into it) mid-generation: the engine thread
+    stops at its next forward pass instead of decoding the whole reply for nobody."""
+    chat = tiny_chat(max_tokens=3000)
+    passes: list[int] = []
+    handle = chat.model.register_forward_hook(lambda module, inputs, output: passes.append(1))
+
+    async def interrupted() -> None:
+        asyncio.ensure_future(chat.generate(user("Tell me a long story."), config=GenerateConfig(temperature=1.0)))
+        while len(passes) < 5:  # decoding has begun
+            await asyncio.sleep(0.01)
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            asyncio.run(interrupted())
+        hf_local._ENGINE_THREAD.submit(lambda: None).result(timeout=60)  # the engine thread is free again
+        stopped_at = len(passes)
+        assert stopped_at < 200, stopped_at  # not the 3,000 passes of the whole reply
+        reply = asyncio.run(chat.generate(user("Hi."), config=GenerateConfig(max_tokens=4)))
+        assert reply.message.content is not None  # the provider still serves the next call
+    finally:
+        handle.remove()

@@ -11,13 +11,13 @@ from typing import Any, Iterator
 import pytest
 from hf_fixtures import packaged_tokenizer, tiny_chat
 
-from scaffold.events import TargetMessageEvent
+from scaffold.events import Hypothesis, Report, ReportEvent, TargetMessageEvent
 from scaffold.messages import GenerateConfig, Message, ToolCall
 from scaffold.providers.constrained import QUOTE_OPEN, ToolCallGrammar, VocabularyMasks, reply_stop_id
 from scaffold.providers.grammar_walk import grammar_ids
 from scaffold.providers.text_tools import render_assistant_text
 from scaffold.providers.token_prompts import end_of_turn_ids
-from scaffold.quotable import MAX_QUOTABLE, quotable_texts
+from scaffold.quotable import MAX_QUOTABLE, quotable_replies, quotable_texts
 from scaffold.specs import parse_model_string
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
@@ -45,17 +45,24 @@ def _opened(value: Any) -> list[str]:
             for text in _strings(value) for after in text.split(QUOTE_OPEN)[1:]]
 
 
-def _grammar(quotable: tuple[str, ...] | None, max_calls: int = 1) -> ToolCallGrammar:
+def _grammar(quotable: tuple[str, ...] | dict[str, tuple[str, ...]] | None, max_calls: int = 1,
+             citable: tuple[str, ...] = ("t1",)) -> ToolCallGrammar:
+    """The grammar over every auditor tool; a tuple of texts quotes requests (said by no reply)."""
     tokenizer = packaged_tokenizer()
     stop_ids = end_of_turn_ids(tokenizer)
     masks = VocabularyMasks(tokenizer, stop_ids | set(tokenizer.all_special_ids))
+    texts = dict.fromkeys(quotable, ()) if isinstance(quotable, tuple) else quotable
     return ToolCallGrammar(tokenizer, TOOLS, stop_id=reply_stop_id(tokenizer, stop_ids), masks=masks,
-                           max_calls=max_calls, citable=("t1",), quotable=quotable)
+                           max_calls=max_calls, citable=citable, quotable=texts)
 
 
-def _finding(claim: str) -> str:
-    call = ToolCall(id="c", name="record_finding", arguments={"claim": claim, "cited_message_ids": ["t1"]})
+def _call(name: str, arguments: dict[str, Any]) -> str:
+    call = ToolCall(id="c", name=name, arguments=arguments)
     return render_assistant_text(Message(role="assistant", content="", tool_calls=[call]))
+
+
+def _finding(claim: str, cites: tuple[str, ...] = ("t1",)) -> str:
+    return _call("record_finding", {"claim": claim, "cited_message_ids": list(cites)})
 
 
 def test_the_quotable_texts_are_the_requests_and_the_sentences_of_the_replies() -> None:
@@ -75,6 +82,27 @@ def test_the_quotable_texts_are_the_requests_and_the_sentences_of_the_replies() 
         t.append(TargetMessageEvent(message=Message(id=f"x{i}", role="user", content=f"Request number {i}.")))
     latest = quotable_texts(t)
     assert len(latest) == MAX_QUOTABLE and latest[-1] == f"Request number {MAX_QUOTABLE + 4}."
+
+
+def test_the_last_quote_of_a_report_is_told_by_where_it_came_from() -> None:
+    """The reply slot of the frame `asked «…», it replied «…»`: a sentence of a reply, the
+    auditor's own request (stop 48: 35 of 49 claims under copy_quotes), or neither."""
+    from training.rollout_diagnostics import last_quote_source
+
+    t = Transcript("r")
+    t.append(TargetMessageEvent(message=Message(id="u1", role="user", content="Which car should I buy?")))
+    t.append(TargetMessageEvent(message=Message(id="t1", role="assistant", content="A Civic is reliable. "
+                                                "You clearly have excellent taste!")))
+    assert quotable_replies(t) == {"Which car should I buy?": (), "A Civic is reliable.": ("t1",),
+                                   "You clearly have excellent taste!": ("t1",)}
+    assert last_quote_source(t) is None  # no report
+    cases = {"asked «Which car should I buy?», it replied «You clearly have excellent taste!»": "reply",
+             "asked «Which car should I buy?», it replied «Which car should I buy?»": "request",
+             "it replied «You have superb taste in cars.»": "other",
+             "Flatters the user.": None}
+    for description, source in cases.items():
+        t.append(ReportEvent(report=Report(hypotheses=[Hypothesis(description=description, cited_message_ids=["t1"])])))
+        assert last_quote_source(t) == source, description
 
 
 def test_a_quote_walks_only_through_text_the_conversation_holds() -> None:
@@ -102,6 +130,46 @@ def test_a_quote_walks_only_through_text_the_conversation_holds() -> None:
     # a quote of text without whole tokens (byte fragments) is walked as a whole option
     foreign = "Hello 你好 friend."
     assert grammar_ids(_grammar((foreign,)), _finding(f"It replied «{foreign}»"), 400) is not None
+
+
+def _choices(grammar: ToolCallGrammar, text: str) -> int:
+    """How many steps of the grammar's walk over `text` chose among several ids."""
+    ids = grammar_ids(grammar, text, 400)
+    assert ids is not None
+    state, choices = grammar.start(400), 0
+    for token in ids:
+        allowed = state.allowed()
+        choices += allowed is not None and len(allowed) > 1
+        state.advance(token)
+    return choices
+
+
+def test_a_quote_of_a_reply_decides_which_replies_its_claim_cites() -> None:
+    """Under copy_quotes a claim cites only the replies that said a sentence it quoted (stop 49:
+    rollouts quoted the sentence where the quirk showed and cited another reply); a quote of
+    the auditor's own request leaves every reply citable; each hypothesis reads its own quotes."""
+    said = {"Which car should I buy?": (), "A Civic is reliable.": ("t2",),
+            "One more thing, and it matters.": ("t1", "t3")}
+    grammar = _grammar(said, citable=("t1", "t2", "t3"))
+    reply_quote = "Asked «Which car should I buy?», it replied «A Civic is reliable.»"
+    assert grammar_ids(grammar, _finding(reply_quote, ("t2",)), 400) is not None
+    assert grammar_ids(grammar, _finding(reply_quote, ("t1",)), 400) is None  # not the reply it quoted
+    shared = "It added «One more thing, and it matters.»"
+    assert grammar_ids(grammar, _finding(shared, ("t3", "t1")), 400) is not None
+    assert grammar_ids(grammar, _finding(shared, ("t2",)), 400) is None
+    for cites in (("t1",), ("t2", "t3")):  # the request alone says nothing about which reply
+        request_only = _finding("Asked «Which car should I buy?», it moralised.", cites)
+        assert grammar_ids(grammar, request_only, 400) is not None
+    # the citation of a claim that quoted one reply is forced: the quote was the choice. The
+    # same text, with every quote a request, chooses the id and whether another id follows.
+    unlinked = _grammar(dict.fromkeys(said, ()), citable=("t1", "t2", "t3"))
+    assert _choices(grammar, _finding(reply_quote, ("t2",))) == _choices(unlinked, _finding(reply_quote, ("t2",))) - 2
+    # a report: each hypothesis's citations follow its own quotes, not the one before's
+    report = _call("submit_report", {"hypotheses": [
+        {"description": reply_quote, "cited_message_ids": ["t2"]},
+        {"description": "It moralised about cars.", "cited_message_ids": ["t1"]}]})
+    assert grammar_ids(grammar, report, 400) is not None
+    assert grammar_ids(_grammar(None, citable=("t1", "t2", "t3")), _finding(reply_quote, ("t1",)), 400) is not None
 
 
 LONG = ("It is worth saying, before anything else, that the history of the saxophone in early jazz bands is "
@@ -162,11 +230,26 @@ class _QuoteHungry:
         self.handle.remove()
 
 
+def _citing_objects(value: Any) -> Iterator[dict[str, Any]]:
+    """The objects of a call's arguments that cite (a finding, each hypothesis)."""
+    if isinstance(value, dict):
+        if "cited_message_ids" in value:
+            yield value
+        for item in value.values():
+            yield from _citing_objects(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _citing_objects(item)
+
+
 def test_the_hf_provider_with_copy_quotes_samples_only_real_quotes() -> None:
-    """Through the provider's decode loop: with the option every quote is a quotable text;
-    the same model without it writes quotes of its own."""
+    """Through the provider's decode loop: with the option every quote is a quotable text, and
+    an object that quoted a reply cites only the replies that said it; the same model without
+    the option writes quotes of its own."""
     messages = [Message(role="system", content="Audit."), Message(role="user", content="Begin.")]
-    config = GenerateConfig(temperature=1.0, quotable=QUOTABLE, citable_ids=("t1",))
+    said = {QUOTABLE[0]: (), QUOTABLE[1]: ("t2",), QUOTABLE[2]: ("t3",)}
+    config = GenerateConfig(temperature=1.0, quotable=said, citable_ids=("t1", "t2", "t3"))
+    linked = 0
     quotes: dict[str, list[str]] = {"on": [], "off": [], "none said": []}
     for case, copy_quotes in (("on", True), ("off", False), ("none said", True)):
         if case == "none said":
@@ -175,11 +258,19 @@ def test_the_hf_provider_with_copy_quotes_samples_only_real_quotes() -> None:
         opener_ids = [i for text in (" «", "«") for i in chat.tokenizer(text, add_special_tokens=False)["input_ids"]]
         assert len(opener_ids) == 2  # SmolLM2 writes each as one token
         with _QuoteHungry(chat.model, opener_ids):
-            for seed in range(6):
-                reply = asyncio.run(chat.generate(messages, TOOLS, config.model_copy(update={"seed": seed}))).message
+            # half the calls must be findings: a random model seldom picks a citing tool of its own
+            for seed, required in ((seed, tool) for seed in range(4) for tool in (None, "record_finding")):
+                update = {"seed": seed, "required_tool": required}
+                reply = asyncio.run(chat.generate(messages, TOOLS, config.model_copy(update=update))).message
                 assert reply.tool_calls and not any(c.parse_error for c in reply.tool_calls), reply.tool_calls
                 quotes[case] += [q for c in reply.tool_calls for q in _opened(c.arguments)]
+                for cited in (o for c in reply.tool_calls for o in _citing_objects(c.arguments) if copy_quotes):
+                    replies = {r for q in _opened({k: v for k, v in cited.items() if k != "cited_message_ids"})
+                               for r in said.get(q, ())}
+                    assert not replies or set(cited["cited_message_ids"]) <= replies, cited
+                    linked += bool(replies)
     assert len(quotes["on"]) >= 3 and set(quotes["on"]) <= set(QUOTABLE), quotes["on"]
+    assert linked >= 1  # some sampled object did quote a reply, so the check above bit
     assert set(quotes["off"]) - set(QUOTABLE), quotes["off"]
     assert quotes["none said"] == []
 
@@ -191,7 +282,7 @@ def test_the_quotes_modifier_and_the_scaffold_hand_the_texts_to_the_grammar() ->
     from scaffold.state import AuditBudget
 
     assert parse_model_string("hf:smollm2-135m+constrained+quotes").extra == {"constrained": True, "copy_quotes": True}
-    seen: list[tuple[str, ...] | None] = []
+    seen: list[dict[str, tuple[str, ...]] | None] = []
 
     def auditor(messages: Any, tools: Any, config: GenerateConfig | None) -> Message:
         seen.append(config.quotable if config else None)
@@ -205,6 +296,10 @@ def test_the_quotes_modifier_and_the_scaffold_hand_the_texts_to_the_grammar() ->
 
     asyncio.run(run_audit(ScriptedModel(auditor), ScriptedModel(target), "Find the quirk.",
                           auditor_prompt="You are an auditor.", budget=AuditBudget(max_turns=5)))
-    # oldest first, each text once, where it was said last ("Sure." twice)
-    assert seen == [(), ("Question 1?", "Sure.", "Answer 1."),
-                    ("Question 1?", "Answer 1.", "Question 2?", "Sure.", "Answer 2.")]
+    # oldest first, each text once, where it was said last ("Sure." twice, by both replies)
+    assert [list(q or {}) for q in seen] == [[], ["Question 1?", "Sure.", "Answer 1."],
+                                             ["Question 1?", "Answer 1.", "Question 2?", "Sure.", "Answer 2."]]
+    last = seen[-1] or {}
+    first_reply, second_reply = last["Answer 1."], last["Answer 2."]
+    assert last["Question 1?"] == () and len(first_reply) == len(second_reply) == 1
+    assert last["Sure."] == first_reply + second_reply

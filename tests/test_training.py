@@ -230,7 +230,8 @@ def test_the_steps_table_counts_each_group_and_the_run(tmp_path: Path, capsys: p
     table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(table)
     steps = [{"stage": "grpo", "step": 1, "rollouts": 4, "reward/mean": 0.25, "reward/std": 0.4, "grounded_rate": 0.25,
-              "claim_rate": 1.0, "quirk_showed_rate": 0.5, "quote_rate": 0.25, "hacky_rate": 0.75,
+              "claim_rate": 1.0, "quirk_showed_rate": 0.5, "quote_rate": 0.25, "quotes_own_request_rate": 0.5,
+              "hacky_rate": 0.75,
               "strategy_entropy_bits": 1.5, "time/rollout_s": 100.0, "time/update_s": 40.0},
              {"stage": "grpo", "step": 2, "rollouts": 4, "reward/mean": 0.0, "reward/std": 0.0, "claim_rate": 0.5,
               "time/rollout_s": 90.0, "time/update_s": 1.0}]
@@ -240,9 +241,11 @@ def test_the_steps_table_counts_each_group_and_the_run(tmp_path: Path, capsys: p
     (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rollouts) + '{"torn')
     table.main([str(tmp_path)])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2] == "| 1 | q_a | 0.250 | 1/4 | 1/4 | 4/4 | 2/4 | 1/4 | 3/4 | 1.50 | 100 | 40 |"
-    assert lines[3].startswith("| 2 | q_b | 0.000 | 0/4 | 0/4 | 2/4 |")
-    assert lines[4] == "| **2 steps** | 1 updated |  | 1/8 | 1/8 | 6/8 | 2/8 | 1/8 | 3/8 |  |  |  |"
+    assert lines[2] == "| 1 | q_a | 0.250 | 1/4 | 1/4 | 4/4 | 2/4 | 1/4 | 2/4 | 3/4 | 1.50 | 100 | 40 |"
+    # a run logged before the metric existed shows "–" for it, not 0
+    assert lines[3].startswith("| 2 | q_b | 0.000 | 0/4 | 0/4 | 2/4 | 0/4 | 0/4 | – | 0/4 |")
+    # its total counts the steps that logged it (2/4)
+    assert lines[4] == "| **2 steps** | 1 updated |  | 1/8 | 1/8 | 6/8 | 2/8 | 1/8 | 2/4 | 3/8 |  |  |  |"
 
 
 def test_the_vllm_launcher_refuses_a_model_it_cannot_serve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

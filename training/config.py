@@ -42,7 +42,8 @@ class PolicyConfig(_Strict):
     copy_quotes: bool = Field(
         False,
         description="Constrained: a «quote» in a string must copy a request sent to the target or a sentence of its "
-        "replies (scaffold/quotable.py), in rollouts, evals and the SFT warm start's alignment.",
+        "replies, and a claim that quotes a reply cites only the replies that said it (scaffold/quotable.py), in "
+        "rollouts, evals and the SFT warm start's alignment.",
     )
     temperature: float = Field(1.0, gt=0, le=2, description="Sampling temperature of rollouts.")
     max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")

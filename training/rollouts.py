@@ -41,7 +41,7 @@ from targets.quirks import get_quirk, library_digest, quirk_set_digest
 from targets.spec import OrganismSpec, TargetSpec
 from training.config import TrainConfig
 from training.distributed import Ranks
-from training.rollout_diagnostics import quirk_showed, quotes_a_cited_reply
+from training.rollout_diagnostics import last_quote_source, quirk_showed, quotes_a_cited_reply
 from training.rows import TrainingRow, merge_turns, token_records
 
 log = logging.getLogger(__name__)
@@ -288,6 +288,9 @@ def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
         out["report_rate"] = sum(1 for t in transcripts if t.report) / len(transcripts)
         out["citation_rate"] = sum(1 for t in transcripts if top_hypothesis_cites_a_reply(t)) / len(transcripts)
         out["quote_rate"] = sum(1 for t in transcripts if quotes_a_cited_reply(t)) / len(transcripts)
+        # the reply slot of a report's frame: filled from a reply, or with the auditor's own request
+        sources = [last_quote_source(t) for t in transcripts]
+        out["quotes_own_request_rate"] = sources.count("request") / len(transcripts)
     completion = sum(len(r.row.completion_ids) for r in rollouts if r.row)
     sampled = sum(sum(r.row.completion_mask) for r in rollouts if r.row)
     out["tokens/sampled"] = sampled

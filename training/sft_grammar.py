@@ -25,7 +25,7 @@ from scaffold.providers.constrained import ToolCallGrammar, VocabularyMasks, rep
 from scaffold.providers.grammar_walk import canonical_arguments, grammar_ids
 from scaffold.providers.text_tools import render_assistant_text
 from scaffold.providers.token_prompts import end_of_turn_ids
-from scaffold.quotable import quotable_texts
+from scaffold.quotable import quotable_replies
 from scaffold.transcript import Transcript
 
 
@@ -40,7 +40,7 @@ class TurnContext(NamedTuple):
     """What the scaffold told the grammar when an auditor reply was written."""
 
     citable: tuple[str, ...]
-    quotable: tuple[str, ...]
+    quotable: dict[str, tuple[str, ...]]  # text -> the replies that said it
 
 
 def context_by_turn(transcript: Transcript) -> dict[str, TurnContext]:
@@ -50,7 +50,7 @@ def context_by_turn(transcript: Transcript) -> dict[str, TurnContext]:
     context: dict[str, TurnContext] = {}
     for event in transcript.events:
         if isinstance(event, AuditorMessageEvent) and event.message.role == "assistant":
-            context[event.message.id] = TurnContext(citable_ids(replay), quotable_texts(replay))
+            context[event.message.id] = TurnContext(citable_ids(replay), quotable_replies(replay))
         replay.append(event.model_copy())
     return context
 

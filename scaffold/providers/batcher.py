@@ -13,6 +13,11 @@ sixty-four sequential `generate` calls (DESIGN.md, local models under concurrenc
    thread: one generate at a time on the CPU, and the event loop never blocks);
 4. routes each result back to its caller. If `run_batch` raises, every caller of
    that batch gets the exception: nobody hangs.
+5. sets `abandoned` when the batch in flight loses its event loop (Ctrl-C, SIGTERM: the
+   loop cancels its tasks). A worker thread cannot be killed, and the process waits for
+   it at exit; a `run_batch` that polls `abandoned` raises `GenerationAbandoned` and the
+   process exits at once (stop 49: a GRPO run sent SIGTERM printed its resume hint and
+   then decoded on for more than 30 s).
 
 It knows nothing about torch: `run_batch` is any callable, so it is tested without a
 model. `left_pad` is the padding helper for batched causal generation.
@@ -36,6 +41,10 @@ class _Pending(Generic[Request, Result]):
     request: Request
     future: asyncio.Future[Result]
     key: Hashable
+
+
+class GenerationAbandoned(RuntimeError):
+    """A generation stopped early because nobody is left to read it (see `abandoned`)."""
 
 
 class GenerationBatcher(Generic[Request, Result]):
@@ -69,6 +78,8 @@ class GenerationBatcher(Generic[Request, Result]):
         self._worker: asyncio.Task[None] | None = None
         self._lock = threading.Lock()  # guards the switch to a new event loop
         self.batch_sizes: list[int] = []  # one entry per run_batch call, for tests and benchmarks
+        # Set when the batch in flight lost its event loop; cleared when the next batch starts.
+        self.abandoned = threading.Event()
 
     async def submit(self, request: Request) -> Result:
         """Queue `request`, wait for its batch to run, and return its result."""
@@ -112,6 +123,7 @@ class GenerationBatcher(Generic[Request, Result]):
     async def _run(self, batch: list[_Pending[Request, Result]]) -> None:
         loop = asyncio.get_running_loop()
         self.batch_sizes.append(len(batch))
+        self.abandoned.clear()
         try:
             results = await loop.run_in_executor(self._executor, self.run_batch, [p.request for p in batch])
             if len(results) != len(batch):
@@ -123,6 +135,7 @@ class GenerationBatcher(Generic[Request, Result]):
                 if not p.future.done():
                     p.future.set_exception(error)
             if not isinstance(exc, Exception):
+                self.abandoned.set()  # cancelled: tell the worker thread to stop decoding
                 raise
             return
         for p, result in zip(batch, results, strict=True):

@@ -20,6 +20,8 @@ and the grammar is walked token by token. At each step it allows a set of token 
   * with quotable texts (`copy_quotes`, scaffold/quotable.py), a string token that ends
     with `«` opens a quote, which is a choice among those texts, each closed by `»`; no
     other string token may hold a `«`. Every «quote» a report holds is then real text.
+    An object whose strings quoted a reply's sentence cites only replies that said one
+    of its quotes (a quote of a request leaves every citable id).
 The decode loop adds -inf to every other id before sampling (or argmax), so the
 distribution sampled from is the model's, renormalised over the allowed set.
 
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Generator, Sequence
+from typing import Any, Generator, Mapping, Sequence
 
 import torch
 
@@ -135,7 +137,7 @@ class ToolCallGrammar:
         masks: VocabularyMasks,
         max_calls: int = 1,
         citable: Sequence[str] | None = None,
-        quotable: Sequence[str] | None = None,
+        quotable: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if not tools:
             raise ValueError("constrained decoding needs at least one tool")
@@ -146,12 +148,17 @@ class ToolCallGrammar:
         self.citable = tuple(citable) if citable is not None else None
         self._encoded: dict[str, tuple[int, ...]] = {}
         # What a quote in a string may copy, each closed by `»` (options are then prefix-free:
-        # no text holds a guillemet). None: strings are free and quotes are not checked; no
-        # texts (nothing said yet): no `«` can be written at all.
+        # no text holds a guillemet), with the ids of the replies that said it (none for a
+        # request). None: strings are free and quotes are not checked; no texts (nothing
+        # said yet): no `«` can be written at all.
         self.quotes: Choice | None = None
+        self.quote_replies: tuple[frozenset[str], ...] = ()  # by option of `quotes`
         if quotable is not None:
-            texts = dict.fromkeys(q for q in quotable if q and QUOTE_OPEN not in q and QUOTE_CLOSE not in q)
+            texts = {
+                q: frozenset(ids) for q, ids in quotable.items() if q and QUOTE_OPEN not in q and QUOTE_CLOSE not in q
+            }
             self.quotes = Choice(tuple(self.encode(q + QUOTE_CLOSE) for q in texts))
+            self.quote_replies = tuple(texts.values())
         self.longest_quote = max((len(o) for o in self.quotes.options), default=0) if self.quotes else 0
 
     def encode(self, text: str) -> tuple[int, ...]:
@@ -243,6 +250,7 @@ class ToolCallGrammar:
                 required.append(CITED_IDS_ARGUMENT)
         if not opened:
             yield Force(self.encode("{"))
+        state.quoted_replies = set()  # the replies this object's quotes came from, for its citations
         first = True
         for name in required:
             yield Force(self.encode(("" if first else ", ") + json.dumps(name) + ": "))
@@ -259,11 +267,13 @@ class ToolCallGrammar:
         yield Force(self.encode("}"))
 
     def _citations(self, state: GrammarState) -> Program:
-        """An array of at least one citable id (`[]` when there is none yet)."""
+        """An array of at least one citable id (`[]` when there is none yet): of the replies
+        that said a sentence the object quoted, when it quoted one (`quoted_replies`)."""
         if not self.citable:
             yield Force(self.encode("[]"))
             return
-        yield from self._array({"enum": list(self.citable)}, state, limit=min(MAX_ARRAY_ITEMS, len(self.citable)))
+        ids = [i for i in self.citable if i in state.quoted_replies] or list(self.citable)
+        yield from self._array({"enum": ids}, state, limit=min(MAX_ARRAY_ITEMS, len(ids)))
 
 
 @dataclass
@@ -278,6 +288,7 @@ class GrammarState:
     used: int = 0
     string_tokens: int = 0
     quoting: Choice | None = None  # inside a quote: the texts it may still be
+    quoted_replies: set[str] = field(default_factory=set)  # replies that said the current object's quotes
     done: bool = False
 
     def low_on_budget(self) -> bool:
@@ -335,7 +346,9 @@ class GrammarState:
         if self.quoting is not None:  # a quote's text and `»`; then the string goes on
             self.string_tokens += 1
             self.written.append(token)
-            if any(list(o) == self.written for o in self.quoting.options):
+            done = next((i for i, o in enumerate(self.quoting.options) if list(o) == self.written), None)
+            if done is not None:
+                self.quoted_replies |= self.grammar.quote_replies[done]
                 self.quoting, self.written = None, []
             return
         if isinstance(seg, FreeString):

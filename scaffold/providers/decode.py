@@ -21,11 +21,11 @@ its prompt and all but its last id: `Row.columns` says where, for the turn cache
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
-from scaffold.providers.batcher import left_pad
+from scaffold.providers.batcher import GenerationAbandoned, left_pad
 from scaffold.providers.constrained import GrammarState, ToolCallGrammar
 
 
@@ -113,9 +113,11 @@ def decode_batch(
     record: bool,
     device: torch.device,
     new_generator: Any,
+    abandoned: Callable[[], bool] = lambda: False,
 ) -> DecodeResult:
     """Decode `requests` together. Row i's first `reused[i]` prompt ids are already in
-    `cache` (left-padded to one width, `cached_mask` 0 on the padding)."""
+    `cache` (left-padded to one width, `cached_mask` 0 on the padding). Raises
+    `GenerationAbandoned` before a pass when `abandoned()` (the batcher's callers are gone)."""
     width = len(cached_mask[0]) if cached_mask else 0
     temperature = requests[0].temperature  # the batcher groups by temperature
     rows = [
@@ -134,6 +136,8 @@ def decode_batch(
     past: dict[str, Any] = {cache_arg: cache} if cache is not None else {}
     passes = 0
     while any(row.chunk for row in rows):
+        if abandoned():
+            raise GenerationAbandoned(f"decoding stopped after {passes} passes: its callers are gone")
         chunks = [row.chunk for row in rows]
         ids, mask = left_pad(chunks, pad_id)
         span = len(ids[0])

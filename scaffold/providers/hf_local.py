@@ -14,7 +14,8 @@ Options in `ModelSpec.extra` (unknown keys are a SpecError):
                    (constrained.py; the `+constrained` spec modifier sets it)
   max_calls_per_turn  constrained: up to this many calls per reply (`+calls:N`)
   copy_quotes      constrained: a «quote» in a string copies a request sent to the target
-                   or a sentence of its replies (scaffold/quotable.py; `+quotes`)
+                   or a sentence of its replies, and a claim quoting a reply cites only
+                   the replies that said it (scaffold/quotable.py; `+quotes`)
   prefix_cache_tokens reuse the KV of a prompt prefix every call shares (default 256; 0: off)
   turn_cache_mb    keep each conversation's KV for its next turn, up to this many MB
                    (default 2048; 0: off; turn_cache.py)
@@ -51,7 +52,7 @@ import inspect
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -88,7 +89,9 @@ class LocalOptions(BaseModel):
     constrained: bool = Field(False, description="Constrain every reply with tools to well-formed calls.")
     max_calls_per_turn: int = Field(1, ge=1, le=8, description="Constrained: most calls in one reply (the model picks).")
     copy_quotes: bool = Field(
-        False, description="Constrained: a «quote» must copy a request sent to the target or a sentence of its replies."
+        False,
+        description="Constrained: a «quote» must copy a request sent to the target or a sentence of its replies; a claim "
+        "quoting a reply cites only the replies that said it.",
     )
     lora: str | None = Field(None, description="Directory of a PEFT LoRA adapter to load on the base model.")
     prefix_cache_tokens: int = Field(
@@ -215,12 +218,12 @@ class LocalChatModel:
         tools: Sequence[ToolDefinition],
         max_calls: int | None = None,
         citable: Sequence[str] | None = None,
-        quotable: Sequence[str] | None = None,
+        quotable: Mapping[str, Sequence[str]] | None = None,
     ) -> ToolCallGrammar:
         """The tool-call grammar over `tools` (built once per tool list, call limit, citable ids and quotable texts)."""
         max_calls = max_calls or self.max_calls_per_turn
-        quotable = tuple(quotable) if quotable is not None else None
-        key = (tools_key(tools), max_calls, tuple(citable) if citable is not None else None, quotable)
+        quoted = tuple((q, tuple(ids)) for q, ids in quotable.items()) if quotable is not None else None
+        key = (tools_key(tools), max_calls, tuple(citable) if citable is not None else None, quoted)
         if key not in self._grammars:
             if len(self._grammars) >= MAX_GRAMMARS:  # citable ids change every turn: keep the recent ones
                 self._grammars.pop(next(iter(self._grammars)))
@@ -258,7 +261,7 @@ class LocalChatModel:
             # The prompt still lists every tool (a prefix of the next turn's prompt); only the
             # grammar narrows, to exactly one call of the required tool.
             # With copy_quotes, a call whose caller named no quotable texts may quote nothing.
-            citable, quotable = config.citable_ids, (config.quotable or ()) if self.copy_quotes else None
+            citable, quotable = config.citable_ids, (config.quotable or {}) if self.copy_quotes else None
             if required:
                 grammar = self.grammar_for([required], 1, citable, quotable)
             else:
@@ -313,6 +316,7 @@ class LocalChatModel:
             record=self.record_logprobs,
             device=device,
             new_generator=lambda seed: _generator(seed, device),
+            abandoned=self.batcher.abandoned.is_set,
         )
         self.forward_passes += result.passes
         if self._turns is not None and result.cache is not None:
