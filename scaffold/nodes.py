@@ -174,7 +174,8 @@ async def auditor_node(state: AuditState, runtime: Runtime[AuditContext]) -> dic
         return _finish(ctx, state, done=True, call_count=0, call_index=0)
     tools = [tool.brief_definition if ctx.brief_tools else tool.definition for tool in ctx.tools.values()]
     config = _per_call_seed(ctx.auditor_config or GenerateConfig(), t.auditor_turns)
-    update = {"rollout_id": t.run_id, "citable_ids": citable_ids(t), "quotable": quotable_replies(t), **_last_turn(ctx)}
+    cites = citable_ids(t)
+    update = {"rollout_id": t.run_id, "citable_ids": cites, "quotable": quotable_replies(t, cites), **_last_turn(ctx)}
     config = config.model_copy(update=update)
     response = await _generate("auditor", ctx.auditor, t.auditor_messages, tools, config)
     message = response.message.model_copy(update={"id": t.new_id("a"), "role": "assistant"})

@@ -13,7 +13,8 @@ Text a prefill put in the target's mouth is the auditor's, not the target's: it 
 Only guillemets are checked: a quote in `"`, `“…”` or `'…'` is free text.
 
 A quoted sentence also says which reply it is evidence from: under `copy_quotes`, a
-hypothesis or finding that quotes a reply cites only replies that said one of its quotes.
+hypothesis or finding that quotes a sentence citable replies said cites only those replies
+(a request the auditor sent is said by none, unless a reply echoed it word for word).
 Stop 49's GRPO rollouts quoted the sentence where the quirk showed and cited another reply
 (`cites_unfired`); with the citation following the quote, which reply shows the behaviour is
 one choice, made once, where the policy reads the sentence.
@@ -22,6 +23,7 @@ one choice, made once, where the policy reads the sentence.
 from __future__ import annotations
 
 import re
+from typing import Collection
 
 from scaffold.transcript import Transcript
 from scaffold.writable_text import quoted
@@ -41,7 +43,7 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_BREAK.split(text) if s.strip()]
 
 
-def quotable_replies(t: Transcript) -> dict[str, tuple[str, ...]]:
+def quotable_replies(t: Transcript, citable: Collection[str] | None = None) -> dict[str, tuple[str, ...]]:
     """The requests sent to the target (whole) and the sentences of its replies, as a report
     quotes them (`quoted`, QUOTE_CHARS), each with the ids of the replies that said it (none
     for a request the auditor sent); the newest MAX_QUOTABLE, oldest first.
@@ -49,13 +51,20 @@ def quotable_replies(t: Transcript) -> dict[str, tuple[str, ...]]:
     Every branch counts: a reply on a branch the auditor rolled back was still said, and a
     report may quote it as evidence (as it may cite it). Texts holding a guillemet are left
     out: a quote could not be told from its end. A sentence several replies said carries
-    all their ids; a request a reply echoed word for word counts as said."""
+    their ids; with `citable` (the ids a call may cite), only those, and the walk goes on
+    past the cap until it has seen them all. A request a reply echoed word for word
+    counts as said."""
     found: dict[str, list[str]] = {}
-    for message in reversed(t.target.nodes.values()):  # newest first; stops at the cap
+    unseen = set(citable) if citable is not None else set()
+    for message in reversed(t.target.nodes.values()):  # newest first; stops at the caps
+        if len(found) >= MAX_QUOTABLE and not unseen:
+            break
         if message.role == "user":
             pieces, said_by = [message.content], None
         elif message.role == "assistant":  # without the prefill: the auditor wrote that part
-            pieces, said_by = list(reversed(sentences(message.content[len(message.prefill or "") :]))), message.id
+            pieces = list(reversed(sentences(message.content[len(message.prefill or "") :])))
+            said_by = message.id if citable is None or message.id in unseen else None
+            unseen.discard(message.id)
         else:
             continue
         for piece in pieces:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from scaffold.providers.batcher import GenerationAbandoned, GenerationBatcher, left_pad
+from scaffold.providers.batcher import GenerationAbandoned, GenerationBatcher, batch_abandoned, cancel_pending, left_pad
 
 
 class Recorder:
@@ -122,31 +122,55 @@ def test_the_batcher_follows_a_new_event_loop() -> None:
     assert asyncio.run(batcher.submit(2)) == 4
 
 
-def test_a_batch_that_loses_its_event_loop_is_told_to_stop() -> None:
-    """Ctrl-C or SIGTERM ends the loop and cancels its tasks; the worker thread cannot be
-    killed, so the batcher sets `abandoned` and a run_batch that polls it stops early
-    instead of keeping the process alive until its generation ends."""
-    stopped = threading.Event()
+class Abandonable:
+    """A run_batch that polls its request's count of 10 ms steps, unless its batch is abandoned."""
 
-    def run_batch(requests: list[int]) -> list[int]:
-        for _ in range(requests[0]):  # polls of 10 ms
-            if batcher.abandoned.is_set():
-                stopped.set()
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+
+    def __call__(self, requests: list[int]) -> list[int]:
+        for _ in range(requests[0]):
+            if batch_abandoned():
+                self.stopped.set()
                 raise GenerationAbandoned("its callers are gone")
             time.sleep(0.01)
         return requests
 
-    batcher: GenerationBatcher[int, int] = GenerationBatcher(run_batch)
 
-    async def interrupted() -> None:
-        asyncio.ensure_future(batcher.submit(1000))  # ten seconds unless told to stop
-        await asyncio.sleep(0.1)
-        raise KeyboardInterrupt
+async def _interrupted(batcher: GenerationBatcher[int, int]) -> None:
+    asyncio.ensure_future(batcher.submit(1000))  # ten seconds unless told to stop
+    await asyncio.sleep(0.1)
+    raise KeyboardInterrupt
 
+
+def test_a_batch_that_loses_its_event_loop_is_told_to_stop() -> None:
+    """Ctrl-C or SIGTERM ends the loop and cancels its tasks; the worker thread cannot be
+    killed, so the batch is marked abandoned and a run_batch that polls the mark stops
+    early instead of keeping the process alive until its generation ends."""
+    run = Abandonable()
+    batcher = GenerationBatcher(run)
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(interrupted())
-    assert stopped.wait(2.0)
-    assert asyncio.run(batcher.submit(3)) == 3  # the next batch starts with the flag down
+        asyncio.run(_interrupted(batcher))
+    assert run.stopped.wait(2.0)
+    assert asyncio.run(batcher.submit(3)) == 3  # the next batch is not abandoned
+    assert not batch_abandoned()  # outside a batch: never
+
+
+def test_a_long_lived_loop_abandons_its_batch_once_its_tasks_are_cancelled() -> None:
+    """GRPO drives one loop with run_until_complete, which an interrupt leaves with its tasks
+    pending: the batch runs on until `cancel_pending` (the session's close) cancels them."""
+    run = Abandonable()
+    batcher = GenerationBatcher(run)
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(_interrupted(batcher))
+        assert not run.stopped.wait(0.2)  # nothing was cancelled: it decodes on
+        cancel_pending(loop)
+        assert run.stopped.wait(2.0)
+        assert loop.run_until_complete(batcher.submit(2)) == 2
+    finally:
+        loop.close()
 
 
 def test_left_pad() -> None:

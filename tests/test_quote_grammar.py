@@ -82,6 +82,10 @@ def test_the_quotable_texts_are_the_requests_and_the_sentences_of_the_replies() 
         t.append(TargetMessageEvent(message=Message(id=f"x{i}", role="user", content=f"Request number {i}.")))
     latest = quotable_texts(t)
     assert len(latest) == MAX_QUOTABLE and latest[-1] == f"Request number {MAX_QUOTABLE + 4}."
+    # past the cap, a reply's ids are still found for the texts kept, within the citable window
+    t.append(TargetMessageEvent(message=Message(id="t3", role="assistant", content="Nice day.")))
+    assert quotable_replies(t, ("t1", "t2", "t3"))["Nice day."] == ("t2", "t3")
+    assert quotable_replies(t, ("t3",))["Nice day."] == ("t3",)  # t2 is past the window: not citable
 
 
 def test_the_last_quote_of_a_report_is_told_by_where_it_came_from() -> None:

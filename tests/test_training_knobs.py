@@ -388,7 +388,7 @@ def test_a_constrained_warm_start_teaches_the_grammars_own_tokens() -> None:
     spans += [span] if span else []
     natural_differs = False
     for citable, ids in zip(((), ("t1",)), spans):
-        state = aligner.grammar(TurnContext(citable, ())).start(config.policy.max_tokens_per_turn)
+        state = aligner.grammar(TurnContext(citable, {})).start(config.policy.max_tokens_per_turn)
         for token in ids:
             allowed = state.allowed()
             masks = aligner.masks

@@ -211,8 +211,12 @@ class GrpoSession:
         )
 
     def close(self) -> None:
-        """Close everything, each part on its own: one failure must not hide the run's error."""
+        """Close everything, each part on its own: one failure must not hide the run's error.
+        First whatever an interrupt left running: its audits must not go on while closing."""
+        from scaffold.providers.batcher import cancel_pending
+
         for part in (
+            lambda: cancel_pending(self.loop),
             lambda: self.runner is not None and self.loop.run_until_complete(self.runner.close()),
             lambda: self.loop.run_until_complete(_aclose(self.sampler)),
             self.metrics.close,

@@ -378,6 +378,9 @@ def run_sft(
             results = evaluate_policy(config, out, step, model=model, sampler=sampler, loop=loop, secrets=secrets, final=True)
             metrics.write({"stage": "eval", "step": step, **eval_metrics(results)})
         finally:
+            from scaffold.providers.batcher import cancel_pending
+
+            cancel_pending(loop)  # an interrupted eval's audits stop with it
             loop.close()
     metrics.close()
     return final

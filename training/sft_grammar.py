@@ -11,7 +11,7 @@ that form, turn by turn:
     not its natural tokenization, which merges tokens across the grammar's choice points.
 An audit with a call the grammar cannot write (a `"`, a seventh list item, a string past
 the cap, a citation of an id that was not citable, a «quote» of text the conversation does
-not hold) is left out whole.
+not hold, a citation of a reply other than the ones its claim quoted) is left out whole.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def context_by_turn(transcript: Transcript) -> dict[str, TurnContext]:
     context: dict[str, TurnContext] = {}
     for event in transcript.events:
         if isinstance(event, AuditorMessageEvent) and event.message.role == "assistant":
-            context[event.message.id] = TurnContext(citable_ids(replay), quotable_replies(replay))
+            cites = citable_ids(replay)
+            context[event.message.id] = TurnContext(cites, quotable_replies(replay, cites))
         replay.append(event.model_copy())
     return context
 
@@ -83,7 +84,7 @@ class GrammarAligner:
             if message.role != "assistant":
                 messages.append(message)
                 continue
-            now = context.get(message.id, TurnContext((), ()))
+            now = context.get(message.id, TurnContext((), {}))
             calls = [self._canonical(call, now.citable) for call in message.tool_calls]
             if not calls or any(call is None for call in calls):
                 return None

@@ -13,11 +13,13 @@ sixty-four sequential `generate` calls (DESIGN.md, local models under concurrenc
    thread: one generate at a time on the CPU, and the event loop never blocks);
 4. routes each result back to its caller. If `run_batch` raises, every caller of
    that batch gets the exception: nobody hangs.
-5. sets `abandoned` when the batch in flight loses its event loop (Ctrl-C, SIGTERM: the
-   loop cancels its tasks). A worker thread cannot be killed, and the process waits for
-   it at exit; a `run_batch` that polls `abandoned` raises `GenerationAbandoned` and the
-   process exits at once (stop 49: a GRPO run sent SIGTERM printed its resume hint and
-   then decoded on for more than 30 s).
+5. marks the batch in flight abandoned when its worker task is cancelled (Ctrl-C or
+   SIGTERM: `asyncio.run` cancels its tasks; a long-lived loop must cancel them itself,
+   `cancel_pending`). A worker thread cannot be killed, and the process waits for it at
+   exit; a `run_batch` that polls `batch_abandoned()` raises `GenerationAbandoned` and
+   the process exits at once (stop 49: a GRPO run sent SIGTERM printed its resume hint
+   and then decoded on for more than 30 s). The mark is the batch's own, so a later
+   batch never clears it.
 
 It knows nothing about torch: `run_batch` is any callable, so it is tested without a
 model. `left_pad` is the padding helper for batched causal generation.
@@ -44,7 +46,29 @@ class _Pending(Generic[Request, Result]):
 
 
 class GenerationAbandoned(RuntimeError):
-    """A generation stopped early because nobody is left to read it (see `abandoned`)."""
+    """A generation stopped early because nobody is left to read it (`batch_abandoned`)."""
+
+
+_RUNNING = threading.local()  # on a worker thread: the abandon mark of the batch it runs
+
+
+def batch_abandoned() -> bool:
+    """Called from a `run_batch`: whether the batch it runs lost its callers (step 5)."""
+    mark = getattr(_RUNNING, "abandoned", None)
+    return mark is not None and mark.is_set()
+
+
+def cancel_pending(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel every task still pending on `loop` and let them finish cancelling.
+
+    `loop.run_until_complete` interrupted by Ctrl-C leaves its tasks pending (only
+    `asyncio.run` cancels them); running the loop again to close things would let the
+    interrupted audits go on. Cancelling marks a batch in flight abandoned."""
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 class GenerationBatcher(Generic[Request, Result]):
@@ -78,8 +102,6 @@ class GenerationBatcher(Generic[Request, Result]):
         self._worker: asyncio.Task[None] | None = None
         self._lock = threading.Lock()  # guards the switch to a new event loop
         self.batch_sizes: list[int] = []  # one entry per run_batch call, for tests and benchmarks
-        # Set when the batch in flight lost its event loop; cleared when the next batch starts.
-        self.abandoned = threading.Event()
 
     async def submit(self, request: Request) -> Result:
         """Queue `request`, wait for its batch to run, and return its result."""
@@ -123,9 +145,18 @@ class GenerationBatcher(Generic[Request, Result]):
     async def _run(self, batch: list[_Pending[Request, Result]]) -> None:
         loop = asyncio.get_running_loop()
         self.batch_sizes.append(len(batch))
-        self.abandoned.clear()
+        abandoned = threading.Event()
+        requests = [p.request for p in batch]
+
+        def run() -> Sequence[Result]:  # on the worker thread, with this batch's mark
+            _RUNNING.abandoned = abandoned
+            try:
+                return self.run_batch(requests)
+            finally:
+                _RUNNING.abandoned = None
+
         try:
-            results = await loop.run_in_executor(self._executor, self.run_batch, [p.request for p in batch])
+            results = await loop.run_in_executor(self._executor, run)
             if len(results) != len(batch):
                 raise RuntimeError(f"run_batch returned {len(results)} results for {len(batch)} requests")
         except BaseException as exc:
@@ -135,7 +166,7 @@ class GenerationBatcher(Generic[Request, Result]):
                 if not p.future.done():
                     p.future.set_exception(error)
             if not isinstance(exc, Exception):
-                self.abandoned.set()  # cancelled: tell the worker thread to stop decoding
+                abandoned.set()  # cancelled: tell the worker thread to stop decoding
                 raise
             return
         for p, result in zip(batch, results, strict=True):

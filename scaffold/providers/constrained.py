@@ -20,8 +20,9 @@ and the grammar is walked token by token. At each step it allows a set of token 
   * with quotable texts (`copy_quotes`, scaffold/quotable.py), a string token that ends
     with `«` opens a quote, which is a choice among those texts, each closed by `»`; no
     other string token may hold a `«`. Every «quote» a report holds is then real text.
-    An object whose strings quoted a reply's sentence cites only replies that said one
-    of its quotes (a quote of a request leaves every citable id).
+    An object whose strings quoted a sentence some citable replies said, before its
+    `cited_message_ids`, cites only those replies; a quote no citable reply said (a
+    request, or a reply past the citable window) leaves every citable id.
 The decode loop adds -inf to every other id before sampling (or argmax), so the
 distribution sampled from is the model's, renormalised over the allowed set.
 
@@ -250,7 +251,19 @@ class ToolCallGrammar:
                 required.append(CITED_IDS_ARGUMENT)
         if not opened:
             yield Force(self.encode("{"))
-        state.quoted_replies = set()  # the replies this object's quotes came from, for its citations
+        # The replies this object's quotes came from, for its citations; a nested object's
+        # quotes are its own, and the parent's are back when it closes.
+        outer, state.quoted_replies = state.quoted_replies, set()
+        try:
+            yield from self._members(properties, required, optional, state)
+        finally:
+            state.quoted_replies = outer
+
+    def _members(
+        self, properties: dict[str, Any], required: list[str], optional: list[str], state: GrammarState
+    ) -> Program:
+        """An object's members after its `{`: the required ones in order, then the optional
+        ones the model picks, then `}`."""
         first = True
         for name in required:
             yield Force(self.encode(("" if first else ", ") + json.dumps(name) + ": "))
@@ -267,8 +280,8 @@ class ToolCallGrammar:
         yield Force(self.encode("}"))
 
     def _citations(self, state: GrammarState) -> Program:
-        """An array of at least one citable id (`[]` when there is none yet): of the replies
-        that said a sentence the object quoted, when it quoted one (`quoted_replies`)."""
+        """An array of at least one citable id (`[]` when there is none yet): of the citable
+        replies that said a sentence the object quoted, when there are any (`quoted_replies`)."""
         if not self.citable:
             yield Force(self.encode("[]"))
             return

@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ModelError
-from scaffold.providers.batcher import GenerationBatcher
+from scaffold.providers.batcher import GenerationBatcher, batch_abandoned
 from scaffold.providers.constrained import ToolCallGrammar, VocabularyMasks, reply_stop_id
 from scaffold.providers.decode import Completion, DecodeRequest, decode_batch
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model
@@ -316,7 +316,7 @@ class LocalChatModel:
             record=self.record_logprobs,
             device=device,
             new_generator=lambda seed: _generator(seed, device),
-            abandoned=self.batcher.abandoned.is_set,
+            abandoned=batch_abandoned,
         )
         self.forward_passes += result.passes
         if self._turns is not None and result.cache is not None:
