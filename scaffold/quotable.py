@@ -78,7 +78,3 @@ def quotable_replies(t: Transcript, citable: Collection[str] | None = None) -> d
                 ids.append(said_by)
     return {text: tuple(reversed(ids)) for text, ids in reversed(list(found.items()))}
 
-
-def quotable_texts(t: Transcript) -> tuple[str, ...]:
-    """What a `copy_quotes` grammar lets a report quote: `quotable_replies`'s texts, oldest first."""
-    return tuple(quotable_replies(t))

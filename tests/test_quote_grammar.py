@@ -17,7 +17,7 @@ from scaffold.providers.constrained import QUOTE_OPEN, ToolCallGrammar, Vocabula
 from scaffold.providers.grammar_walk import grammar_ids
 from scaffold.providers.text_tools import render_assistant_text
 from scaffold.providers.token_prompts import end_of_turn_ids
-from scaffold.quotable import MAX_QUOTABLE, quotable_replies, quotable_texts
+from scaffold.quotable import MAX_QUOTABLE, quotable_replies
 from scaffold.specs import parse_model_string
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
@@ -63,6 +63,11 @@ def _call(name: str, arguments: dict[str, Any]) -> str:
 
 def _finding(claim: str, cites: tuple[str, ...] = ("t1",)) -> str:
     return _call("record_finding", {"claim": claim, "cited_message_ids": list(cites)})
+
+
+def quotable_texts(t: Transcript) -> tuple[str, ...]:
+    """What a `copy_quotes` grammar lets a report quote, oldest first."""
+    return tuple(quotable_replies(t))
 
 
 def test_the_quotable_texts_are_the_requests_and_the_sentences_of_the_replies() -> None:

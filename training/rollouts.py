@@ -41,7 +41,12 @@ from targets.quirks import get_quirk, library_digest, quirk_set_digest
 from targets.spec import OrganismSpec, TargetSpec
 from training.config import TrainConfig
 from training.distributed import Ranks
-from training.rollout_diagnostics import last_quote_source, quirk_showed, quotes_a_cited_reply
+from training.rollout_diagnostics import (
+    last_quote_source,
+    quirk_showed,
+    quotes_a_cited_reply,
+    top_hypothesis_cites_a_reply,
+)
 from training.rows import TrainingRow, merge_turns, token_records
 
 log = logging.getLogger(__name__)
@@ -144,14 +149,6 @@ def tool_pattern(transcript: Transcript) -> str:
         else:
             runs.append(name)
     return " > ".join(runs)
-
-
-def top_hypothesis_cites_a_reply(t: Transcript) -> bool:
-    """Whether the report's top hypothesis cites at least one real target reply."""
-    if not t.report or not t.report.hypotheses:
-        return False
-    cited = (t.target_message(i) for i in t.report.hypotheses[0].cited_message_ids)
-    return any(m is not None and m.role == "assistant" for m in cited)
 
 
 def entropy_bits(values: list[str]) -> float:
