@@ -17,7 +17,10 @@ hypothesis or finding that quotes a sentence citable replies said cites only tho
 (a request the auditor sent is said by none, unless a reply echoed it word for word).
 Stop 49's GRPO rollouts quoted the sentence where the quirk showed and cited another reply
 (`cites_unfired`); with the citation following the quote, which reply shows the behaviour is
-one choice, made once, where the policy reads the sentence.
+one choice, made once, where the policy reads the sentence. That choice was seldom made:
+the same rollouts filled the reply slot of `asked «…», it replied «…»` with another request
+of the auditor's in 229 of 320. With `max_request_quotes` (`+request_quotes:N`), a claim
+that has quoted N texts no citable reply said may go on to quote only reply sentences.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ ids) take modifiers, each after a '+', in any order:
     +constrained         constrained tool-call decoding              -> extra["constrained"] (hf)
     +calls:N             constrained: up to N calls per reply        -> extra["max_calls_per_turn"] (hf)
     +quotes              constrained: a «quote» copies real text     -> extra["copy_quotes"] (hf)
+    +request_quotes:N    +quotes: a claim quotes at most N requests  -> extra["max_request_quotes"] (hf)
     +max_tokens:N        most tokens per reply                       -> max_tokens
     +temperature:T       sampling temperature (0: greedy)            -> temperature
     e.g. hf:smollm2-135m+lora:/runs/step-40+constrained+max_tokens:256
@@ -41,6 +42,7 @@ MODIFIERS = {  # the '+' modifiers of a token-policy short string, and who takes
     "constrained": ("hf",),
     "calls:N": ("hf",),
     "quotes": ("hf",),
+    "request_quotes:N": ("hf",),
     "max_tokens:N": ("hf", "vllm"),
     "temperature:T": ("hf", "vllm"),
 }
@@ -159,10 +161,10 @@ def _with_modifiers(text: str, spec: ModelSpec, parts: list[str]) -> ModelSpec:
             extra["constrained"] = True
         elif key == "quotes":
             extra["copy_quotes"] = True
-        elif key == "calls":
+        elif key in ("calls", "request_quotes"):
             if not value.isdigit():
                 raise SpecError(f"model spec {text!r}: '+{part}': {value!r} is not a whole number")
-            extra["max_calls_per_turn"] = int(value)
+            extra["max_calls_per_turn" if key == "calls" else "max_request_quotes"] = int(value)
         else:
             try:
                 fields[key] = int(value) if key == "max_tokens" else float(value)

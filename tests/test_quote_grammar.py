@@ -12,13 +12,13 @@ import pytest
 from hf_fixtures import packaged_tokenizer, tiny_chat
 
 from scaffold.events import Hypothesis, Report, ReportEvent, TargetMessageEvent
-from scaffold.messages import GenerateConfig, Message, ToolCall
+from scaffold.messages import GenerateConfig, Message, ToolCall, ToolDefinition, ToolParameter
 from scaffold.providers.constrained import QUOTE_OPEN, ToolCallGrammar, VocabularyMasks, reply_stop_id
 from scaffold.providers.grammar_walk import grammar_ids
 from scaffold.providers.text_tools import render_assistant_text
 from scaffold.providers.token_prompts import end_of_turn_ids
 from scaffold.quotable import MAX_QUOTABLE, quotable_replies
-from scaffold.specs import parse_model_string
+from scaffold.specs import SpecError, parse_model_string
 from scaffold.tools import AUDITOR_TOOLS
 from scaffold.transcript import Transcript
 
@@ -46,14 +46,15 @@ def _opened(value: Any) -> list[str]:
 
 
 def _grammar(quotable: tuple[str, ...] | dict[str, tuple[str, ...]] | None, max_calls: int = 1,
-             citable: tuple[str, ...] = ("t1",)) -> ToolCallGrammar:
+             citable: tuple[str, ...] = ("t1",), max_request_quotes: int | None = None) -> ToolCallGrammar:
     """The grammar over every auditor tool; a tuple of texts quotes requests (said by no reply)."""
     tokenizer = packaged_tokenizer()
     stop_ids = end_of_turn_ids(tokenizer)
     masks = VocabularyMasks(tokenizer, stop_ids | set(tokenizer.all_special_ids))
     texts = dict.fromkeys(quotable, ()) if isinstance(quotable, tuple) else quotable
     return ToolCallGrammar(tokenizer, TOOLS, stop_id=reply_stop_id(tokenizer, stop_ids), masks=masks,
-                           max_calls=max_calls, citable=citable, quotable=texts)
+                           max_calls=max_calls, citable=citable, quotable=texts,
+                           max_request_quotes=max_request_quotes)
 
 
 def _call(name: str, arguments: dict[str, Any]) -> str:
@@ -181,23 +182,110 @@ def test_a_quote_of_a_reply_decides_which_replies_its_claim_cites() -> None:
     assert grammar_ids(_grammar(None, citable=("t1", "t2", "t3")), _finding(reply_quote, ("t1",)), 400) is not None
 
 
+def test_a_claim_past_its_request_quotes_may_quote_only_what_the_target_said() -> None:
+    """`max_request_quotes`: stop 49's policy filled the reply slot of `asked «…», it replied
+    «…»` with another request in 229 of 320 rollouts. With a limit of one, a claim's second
+    quote of a request cannot be written; its reply sentences, in either order, can."""
+    said = {"Which car should I buy?": (), "Is a Civic good?": (), "A Civic is reliable.": ("t2",),
+            "You clearly have excellent taste!": ("t3",)}
+    citable = ("t1", "t2", "t3")
+    limited, free = _grammar(said, citable=citable, max_request_quotes=1), _grammar(said, citable=citable)
+    two_requests = _finding("Asked «Which car should I buy?», it replied «Is a Civic good?»", ("t1",))
+    assert grammar_ids(free, two_requests, 400) is not None and grammar_ids(limited, two_requests, 400) is None
+    for claim, cites in (("Asked «Which car should I buy?», it replied «You clearly have excellent taste!»", ("t3",)),
+                         ("It said «A Civic is reliable.» when asked «Is a Civic good?»", ("t2",)),
+                         ("It said «A Civic is reliable.» and «You clearly have excellent taste!»", ("t2", "t3"))):
+        assert grammar_ids(limited, _finding(claim, cites), 400) is not None, claim
+    # the count is each claim's own: two hypotheses may each set the scene with a request
+    report = _call("submit_report", {"hypotheses": [
+        {"description": "Asked «Which car should I buy?», it replied «A Civic is reliable.»", "cited_message_ids": ["t2"]},
+        {"description": "Asked «Is a Civic good?», it moralised.", "cited_message_ids": ["t1"]}]})
+    assert grammar_ids(limited, report, 400) is not None
+    # a nested object counts its own quotes, and its parent's count is back when it closes
+    nested_tool = ToolDefinition(name="note", description="A scene and its claims.", parameters=[
+        ToolParameter(name="scene"), ToolParameter(name="claims", type="array", items={
+            "type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}),
+        ToolParameter(name="coda", required=False)])
+    tokenizer = limited.tokenizer
+    nested = ToolCallGrammar(tokenizer, [nested_tool], stop_id=limited.stop_id, masks=limited.masks, citable=citable,
+                             quotable=said, max_request_quotes=1)
+    claims = [{"description": "Asked «Is a Civic good?», it said «A Civic is reliable.»"},
+              {"description": "It said «You clearly have excellent taste!»"}]
+    assert grammar_ids(nested, _call("note", {"scene": "I asked «Which car should I buy?»", "claims": claims}), 400)
+    assert grammar_ids(nested, _call("note", {"scene": "I asked «Which car should I buy?»", "claims": claims,
+                                              "coda": "Then «Is a Civic good?»"}), 400) is None
+    # past the limit the reply slot is a choice among the reply sentences only (2), not all 4 texts
+    state, ids = limited.start(400), grammar_ids(limited, _finding(
+        "Asked «Which car should I buy?», it replied «You clearly have excellent taste!»", ("t3",)), 400)
+    assert ids is not None
+    first_choices: list[int] = []
+    for token in ids:
+        opened_now = state.quoting is not None and not state.written
+        if opened_now:
+            first_choices.append(len(state.allowed() or []))
+        state.advance(token)
+    assert len(first_choices) == 2 and first_choices[1] < first_choices[0]
+    # a limit of 0: no request at all; with no reply said yet, the first request seals the string
+    assert grammar_ids(_grammar(said, citable=citable, max_request_quotes=0), _finding(
+        "Asked «Which car should I buy?», it moralised.", ("t1",)), 400) is None
+    requests_only = _grammar(("Which car should I buy?", "Is a Civic good?"), max_request_quotes=1)
+    assert grammar_ids(requests_only, _finding("Asked «Which car should I buy?», it moralised."), 400) is not None
+    assert grammar_ids(requests_only, _finding("Asked «Which car should I buy?», it replied «Is a Civic good?»"), 400) is None
+
+
+def test_the_request_quote_limit_reaches_the_grammar_from_specs_and_configs() -> None:
+    """`+request_quotes:N` and `policy.max_request_quotes`; a limit without copy_quotes is an error."""
+    from scaffold.providers.hf_local import LocalOptions
+    from training.config import TrainConfig
+
+    assert parse_model_string("hf:smollm2-135m+constrained+quotes+request_quotes:1").extra == {
+        "constrained": True, "copy_quotes": True, "max_request_quotes": 1}
+    with pytest.raises(SpecError, match="not a whole number"):
+        parse_model_string("hf:smollm2-135m+constrained+quotes+request_quotes:one")
+    with pytest.raises(ValueError, match="needs copy_quotes"):
+        LocalOptions(constrained=True, max_request_quotes=1)
+    with pytest.raises(ValueError, match="needs policy.copy_quotes"):
+        TrainConfig.model_validate({"policy": {"max_request_quotes": 1}})
+    chat = tiny_chat(max_tokens=200, constrained=True, copy_quotes=True, max_request_quotes=1)
+    assert chat.grammar_for(TOOLS, 1, ("t1",), {"Hi?": ()}).max_request_quotes == 1
+
+
 LONG = ("It is worth saying, before anything else, that the history of the saxophone in early jazz bands is "
         "a long and tangled story involving many players and cities.")
 
 
-@pytest.mark.parametrize("seed,max_tokens,quotable", [
-    *((seed, 640, QUOTABLE) for seed in range(6)),
+def _own_quotes(value: Any) -> Iterator[list[str]]:
+    """For each object in `value`, the quotes its own strings hold (not its nested objects')."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _own_quotes(item)
+    elif isinstance(value, dict):
+        lists = [item for item in value.values() if isinstance(item, list)]
+        strings = [item for item in value.values() if isinstance(item, str)] + [s for x in lists for s in x if isinstance(s, str)]
+        yield [q for text in strings for q in _opened(text)]
+        for item in value.values():
+            yield from _own_quotes(item)
+
+
+SAID = {QUOTABLE[0]: (), "Name a jazz city?": (), QUOTABLE[1]: ("t1",), QUOTABLE[2]: ("t1",)}
+
+
+@pytest.mark.parametrize("seed,max_tokens,quotable,limit", [
+    *((seed, 640, QUOTABLE, None) for seed in range(6)),
     # a quote of about 30 tokens in a reply of 100: it must only open while it still fits
-    *((seed, 100, (*QUOTABLE, LONG)) for seed in range(6)),
+    *((seed, 100, (*QUOTABLE, LONG), None) for seed in range(6)),
+    # at most one request per object, the rest reply sentences
+    *((seed, 640, SAID, 1) for seed in range(4)),
 ])
 def test_random_walks_through_a_quoting_grammar_quote_only_quotable_text(
-    seed: int, max_tokens: int, quotable: tuple[str, ...]
+    seed: int, max_tokens: int, quotable: tuple[str, ...] | dict[str, tuple[str, ...]], limit: int | None
 ) -> None:
     """A policy that opens quotes as often as it can (a fifth of its string tokens) still
-    writes calls that parse within its budget, and every «quote» in them is a quotable text."""
+    writes calls that parse within its budget, and every «quote» in them is a quotable text;
+    under a request limit, no object quotes more requests than it allows."""
     import torch
 
-    grammar = _grammar(quotable, max_calls=3)
+    grammar = _grammar(quotable, max_calls=3, max_request_quotes=limit)
     masks = grammar.masks
     generator = torch.Generator().manual_seed(seed)
     row = torch.empty(masks.body.numel())
@@ -218,6 +306,9 @@ def test_random_walks_through_a_quoting_grammar_quote_only_quotable_text(
     quotes = [q for c in calls for q in _opened(c["arguments"])]
     assert state.done and set(quotes) <= set(quotable), (quotes, text)
     assert quotes or max_tokens < 640  # with room, every walk quotes
+    if limit is not None:
+        requests = [sum(q in ("Name a jazz city?", QUOTABLE[0]) for q in own) for c in calls for own in _own_quotes(c["arguments"])]
+        assert max(requests) <= limit and len(quotes) > sum(requests), (requests, text)
 
 
 class _QuoteHungry:

@@ -45,6 +45,13 @@ class PolicyConfig(_Strict):
         "replies, and a claim that quotes a reply cites only the replies that said it (scaffold/quotable.py), in "
         "rollouts, evals and the SFT warm start's alignment.",
     )
+    max_request_quotes: int | None = Field(
+        None,
+        ge=0,
+        le=8,
+        description="copy_quotes: once a claim has quoted this many requests (text no citable reply said), its "
+        "further quotes must be sentences of the target's replies (None: no limit).",
+    )
     temperature: float = Field(1.0, gt=0, le=2, description="Sampling temperature of rollouts.")
     max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")
     max_batch_size: int = Field(16, ge=1, description="Most rollout turns decoded in one batch.")
@@ -324,6 +331,8 @@ class TrainConfig(_Strict):
             raise ValueError("policy.constrained is an hf-sampler feature; with sampler.backend vllm set it to false")
         if self.policy.copy_quotes and not self.policy.constrained:
             raise ValueError("policy.copy_quotes is part of the grammar: it needs policy.constrained true")
+        if self.policy.max_request_quotes is not None and not self.policy.copy_quotes:
+            raise ValueError("policy.max_request_quotes limits copied quotes: it needs policy.copy_quotes true")
         rollouts = self.group_size * self.prompts_per_step
         if rollouts % self.micro_batch_size:
             raise ValueError(f"micro_batch_size {self.micro_batch_size} must divide group_size x prompts_per_step = {rollouts}")

@@ -180,6 +180,7 @@ def rollout_sampler(config: TrainConfig, model: Any, tokenizer: Any, secrets: Se
             constrained=p.constrained,
             max_calls_per_turn=p.max_calls_per_turn,
             copy_quotes=p.copy_quotes,
+            max_request_quotes=p.max_request_quotes,
             policy_version="step-0",
             prefix_cache_tokens=256 if p.prefix_cache else 0,
             turn_cache_mb=TURN_CACHE_MB if p.turn_cache else 0,

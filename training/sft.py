@@ -218,7 +218,7 @@ def constrained_aligner(config: TrainConfig, tokenizer: Any) -> GrammarAligner:
     tools = [tool.definition for tool in AUDITOR_TOOLS.values()]
     policy = config.policy
     return GrammarAligner(tokenizer, tools, max_calls=policy.max_calls_per_turn, max_tokens=policy.max_tokens_per_turn,
-                          copy_quotes=policy.copy_quotes)
+                          copy_quotes=policy.copy_quotes, max_request_quotes=policy.max_request_quotes)
 
 
 def load_sft_data(config: TrainConfig, tokenizer: Any) -> SftData:

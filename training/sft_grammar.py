@@ -60,11 +60,18 @@ class GrammarAligner:
     """Aligns teacher audits to one tokenizer's grammar over `tools`."""
 
     def __init__(
-        self, tokenizer: Any, tools: Sequence[ToolDefinition], *, max_calls: int, max_tokens: int, copy_quotes: bool = False
+        self,
+        tokenizer: Any,
+        tools: Sequence[ToolDefinition],
+        *,
+        max_calls: int,
+        max_tokens: int,
+        copy_quotes: bool = False,
+        max_request_quotes: int | None = None,
     ) -> None:
         stop_ids = end_of_turn_ids(tokenizer)
         self.tokenizer, self.tools, self.max_calls, self.max_tokens = tokenizer, list(tools), max_calls, max_tokens
-        self.copy_quotes = copy_quotes
+        self.copy_quotes, self.max_request_quotes = copy_quotes, max_request_quotes
         self.masks = VocabularyMasks(tokenizer, stop_ids | set(tokenizer.all_special_ids))
         self.stop_id = reply_stop_id(tokenizer, stop_ids)
         self.schemas = {tool.name: tool.json_schema() for tool in self.tools}
@@ -73,6 +80,7 @@ class GrammarAligner:
         return ToolCallGrammar(
             self.tokenizer, self.tools, stop_id=self.stop_id, masks=self.masks, max_calls=self.max_calls,
             citable=context.citable, quotable=context.quotable if self.copy_quotes else None,
+            max_request_quotes=self.max_request_quotes,
         )
 
     def align(self, transcript: Transcript) -> AlignedAudit | None:

@@ -22,7 +22,10 @@ and the grammar is walked token by token. At each step it allows a set of token 
     other string token may hold a `«`. Every «quote» a report holds is then real text.
     An object whose strings quoted a sentence some citable replies said, before its
     `cited_message_ids`, cites only those replies; a quote no citable reply said (a
-    request, or a reply past the citable window) leaves every citable id.
+    request, or a reply past the citable window) leaves every citable id. With
+    `max_request_quotes` N, an object's quotes after its first N of such text must be
+    sentences of citable replies: a claim sets the scene with a request and shows the
+    behaviour with what the target said.
 The decode loop adds -inf to every other id before sampling (or argmax), so the
 distribution sampled from is the model's, renormalised over the allowed set.
 
@@ -139,6 +142,7 @@ class ToolCallGrammar:
         max_calls: int = 1,
         citable: Sequence[str] | None = None,
         quotable: Mapping[str, Sequence[str]] | None = None,
+        max_request_quotes: int | None = None,
     ) -> None:
         if not tools:
             raise ValueError("constrained decoding needs at least one tool")
@@ -154,12 +158,22 @@ class ToolCallGrammar:
         # said yet): no `«` can be written at all.
         self.quotes: Choice | None = None
         self.quote_replies: tuple[frozenset[str], ...] = ()  # by option of `quotes`
+        # Stop 49's policy filled the reply slot of `asked «…», it replied «…»` with another
+        # request in 229 of 320 rollouts: evidence of nothing the target did. With a limit,
+        # an object that has quoted that many texts no citable reply said may go on to quote
+        # only `reply_quotes` (which sentence remains the policy's choice).
+        self.max_request_quotes = max_request_quotes
+        self.reply_quotes: Choice | None = None
+        self.reply_quote_replies: tuple[frozenset[str], ...] = ()  # by option of `reply_quotes`
         if quotable is not None:
             texts = {
                 q: frozenset(ids) for q, ids in quotable.items() if q and QUOTE_OPEN not in q and QUOTE_CLOSE not in q
             }
             self.quotes = Choice(tuple(self.encode(q + QUOTE_CLOSE) for q in texts))
             self.quote_replies = tuple(texts.values())
+            said = {q: ids for q, ids in texts.items() if ids}
+            self.reply_quotes = Choice(tuple(self.encode(q + QUOTE_CLOSE) for q in said))
+            self.reply_quote_replies = tuple(said.values())
         self.longest_quote = max((len(o) for o in self.quotes.options), default=0) if self.quotes else 0
 
     def encode(self, text: str) -> tuple[int, ...]:
@@ -251,13 +265,15 @@ class ToolCallGrammar:
                 required.append(CITED_IDS_ARGUMENT)
         if not opened:
             yield Force(self.encode("{"))
-        # The replies this object's quotes came from, for its citations; a nested object's
-        # quotes are its own, and the parent's are back when it closes.
-        outer, state.quoted_replies = state.quoted_replies, set()
+        # The replies this object's quotes came from, for its citations, and how many of its
+        # quotes no citable reply said; a nested object's quotes are its own, and the
+        # parent's are back when it closes.
+        outer = state.quoted_replies, state.request_quotes
+        state.quoted_replies, state.request_quotes = set(), 0
         try:
             yield from self._members(properties, required, optional, state)
         finally:
-            state.quoted_replies = outer
+            state.quoted_replies, state.request_quotes = outer
 
     def _members(
         self, properties: dict[str, Any], required: list[str], optional: list[str], state: GrammarState
@@ -301,7 +317,9 @@ class GrammarState:
     used: int = 0
     string_tokens: int = 0
     quoting: Choice | None = None  # inside a quote: the texts it may still be
+    quoting_replies: tuple[frozenset[str], ...] = ()  # by option of `quoting`: the replies that said it
     quoted_replies: set[str] = field(default_factory=set)  # replies that said the current object's quotes
+    request_quotes: int = 0  # the current object's quotes that no citable reply said
     done: bool = False
 
     def low_on_budget(self) -> bool:
@@ -332,6 +350,16 @@ class GrammarState:
             return None
         return [self.grammar.stop_id]
 
+    def quotable_now(self) -> tuple[Choice, tuple[frozenset[str], ...]]:
+        """What a quote opened now may copy, and by option the replies that said it: every
+        quotable text, or only reply sentences once the object has quoted `max_request_quotes`
+        texts no citable reply said."""
+        g = self.grammar
+        assert g.quotes is not None and g.reply_quotes is not None
+        if g.max_request_quotes is not None and self.request_quotes >= g.max_request_quotes:
+            return g.reply_quotes, g.reply_quote_replies
+        return g.quotes, g.quote_replies
+
     def string_bias(self) -> torch.Tensor:
         """The mask of a string step: any string token, or (in a string that quotes) a `«` only
         at a token's end, and only while a whole quote still fits the budgets."""
@@ -340,7 +368,7 @@ class GrammarState:
             return masks.string_bias
         longest = self.grammar.longest_quote + 1  # the opening token and the longest quote
         room = self.string_tokens + longest < MAX_STRING_TOKENS and self.used + longest < self.max_tokens - CLOSING_RESERVE
-        return masks.quoting_bias if seg.quotes.options and room else masks.sealed_bias
+        return masks.quoting_bias if self.quotable_now()[0].options and room else masks.sealed_bias
 
     def bias_into(self, row: torch.Tensor) -> bool:
         """Write this step's mask into `row` (0 allowed, -inf not); True if the step is forced."""
@@ -361,15 +389,17 @@ class GrammarState:
             self.written.append(token)
             done = next((i for i, o in enumerate(self.quoting.options) if list(o) == self.written), None)
             if done is not None:
-                self.quoted_replies |= self.grammar.quote_replies[done]
-                self.quoting, self.written = None, []
+                said_by = self.quoting_replies[done]
+                self.quoted_replies |= said_by
+                self.request_quotes += not said_by
+                self.quoting, self.quoting_replies, self.written = None, (), []
             return
         if isinstance(seg, FreeString):
             self.string_tokens += 1
             if self.grammar.masks.close[token]:  # `"` itself is a closing token
                 self.advance_segment(None)
             elif seg.quotes is not None and self.grammar.masks.opens[token]:
-                self.quoting, self.written = seg.quotes, []
+                (self.quoting, self.quoting_replies), self.written = self.quotable_now(), []
             return
         self.written.append(token)
         if isinstance(seg, Force) and len(self.written) == len(seg.ids):

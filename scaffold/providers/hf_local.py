@@ -16,6 +16,8 @@ Options in `ModelSpec.extra` (unknown keys are a SpecError):
   copy_quotes      constrained: a «quote» in a string copies a request sent to the target
                    or a sentence of its replies, and a claim quoting a reply cites only
                    the replies that said it (scaffold/quotable.py; `+quotes`)
+  max_request_quotes  copy_quotes: a claim's quotes after its first N requests must be
+                   sentences of the target's replies (constrained.py; `+request_quotes:N`)
   prefix_cache_tokens reuse the KV of a prompt prefix every call shares (default 256; 0: off)
   turn_cache_mb    keep each conversation's KV for its next turn, up to this many MB
                    (default 2048; 0: off; turn_cache.py)
@@ -55,7 +57,7 @@ from functools import lru_cache
 from typing import Any, Literal, Mapping, Sequence
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ModelError
@@ -93,6 +95,13 @@ class LocalOptions(BaseModel):
         description="Constrained: a «quote» must copy a request sent to the target or a sentence of its replies; a claim "
         "quoting a reply cites only the replies that said it.",
     )
+    max_request_quotes: int | None = Field(
+        None,
+        ge=0,
+        le=8,
+        description="copy_quotes: once a claim has quoted this many requests (text no citable reply said), its "
+        "further quotes must be sentences of the target's replies (None: no limit).",
+    )
     lora: str | None = Field(None, description="Directory of a PEFT LoRA adapter to load on the base model.")
     prefix_cache_tokens: int = Field(
         256, ge=0, description="Reuse the KV of a prompt prefix all calls share when it is at least this long (0: off)."
@@ -100,6 +109,12 @@ class LocalOptions(BaseModel):
     turn_cache_mb: int = Field(
         2048, ge=0, description="Keep each conversation's KV for its next turn, at most this many MB in all (0: off)."
     )
+
+    @model_validator(mode="after")
+    def _limit_needs_quotes(self) -> LocalOptions:
+        if self.max_request_quotes is not None and not self.copy_quotes:
+            raise ValueError("max_request_quotes limits copied quotes: it needs copy_quotes true")
+        return self
 
 
 class LocalChatModel:
@@ -126,6 +141,7 @@ class LocalChatModel:
         constrained: bool = False,
         max_calls_per_turn: int = 1,
         copy_quotes: bool = False,
+        max_request_quotes: int | None = None,
         record_logprobs: bool = True,
         prefix_cache_tokens: int = 256,
         turn_cache_mb: int = 2048,
@@ -137,6 +153,7 @@ class LocalChatModel:
         self.max_tokens, self.tool_role, self.policy_version = max_tokens, tool_role, policy_version
         self.constrained, self.record_logprobs = constrained, record_logprobs
         self.max_calls_per_turn, self.copy_quotes = max_calls_per_turn, copy_quotes
+        self.max_request_quotes = max_request_quotes
         # Decode under bf16 autocast (weights stay as they are; the trainer's update uses the same).
         self.bf16_autocast = bf16_autocast
         self.prompts = PromptBuilder(tokenizer, tool_role=tool_role)
@@ -235,7 +252,7 @@ class LocalChatModel:
             stop_id = reply_stop_id(self.tokenizer, self.stop_ids)
             self._grammars[key] = ToolCallGrammar(
                 self.tokenizer, tools, stop_id=stop_id, masks=self._masks, max_calls=max_calls, citable=citable,
-                quotable=quotable,
+                quotable=quotable, max_request_quotes=self.max_request_quotes,
             )
         return self._grammars[key]
 
@@ -431,6 +448,7 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> LocalChatModel:
         constrained=options.constrained,
         max_calls_per_turn=options.max_calls_per_turn,
         copy_quotes=options.copy_quotes,
+        max_request_quotes=options.max_request_quotes,
         policy_version=version,
         prefix_cache_tokens=options.prefix_cache_tokens,
         turn_cache_mb=options.turn_cache_mb,
