@@ -29,14 +29,20 @@ from targets.quirks import Quirk, all_quirks
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "ery", "ies", "ed", "es", "er", "s", "y", "e")
 
 
-@lru_cache(maxsize=16384)
-def stem(word: str) -> str:
-    """A crude stemmer: enough to match flatter/flattery/flattering/flatters (cached: every reward asks)."""
-    word = word.lower()
+def _strip_suffix(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
     return word
+
+
+@lru_cache(maxsize=16384)
+def stem(word: str) -> str:
+    """A crude stemmer: enough to match flatter/flattery/flattering/flatters (cached: every reward asks).
+
+    Two passes: one suffix strip took `flattering` to `flatter` but the keyword `flatter` to
+    `flatt`, so "it is flattering the user" named nothing."""
+    return _strip_suffix(_strip_suffix(word.lower()))
 
 
 @lru_cache(maxsize=4096)
