@@ -44,7 +44,7 @@ def test_sampling_modifiers_set_spec_fields_for_hf_and_vllm() -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("hf:/m+turbo", "unknown modifier '+turbo' for hf; known: +lora:DIR, +constrained, +calls:N, +quotes, +max_tokens:N"),
+        ("hf:/m+turbo", "unknown modifier '+turbo' for hf; known: +lora:DIR, +constrained, +calls:N, +quotes, +request_quotes:N, +max_tokens:N"),
         ("hf:/m+max_tokens:many", "'many' is not a number"),
         ("hf:/m+temperature:9", "field 'temperature'"),
         ("vllm:http://h:1/v1#m+lora:/x", "unknown modifier '+lora:/x' for vllm"),
