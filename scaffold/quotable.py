@@ -26,7 +26,9 @@ that has quoted N texts no citable reply said may go on to quote only reply sent
 from __future__ import annotations
 
 import re
-from typing import Collection
+from typing import Any, Collection
+
+from pydantic import Field
 
 from scaffold.transcript import Transcript
 from scaffold.writable_text import quoted
@@ -39,6 +41,17 @@ QUOTE_CHARS = 200  # a quote is cut here, with an ellipsis
 # quotes the first turn too, so the cap leaves room for several times that.
 MAX_QUOTABLE = 128
 GUILLEMETS = "«»"
+
+
+def max_request_quotes_field() -> Any:
+    """The `max_request_quotes` knob, declared once for the hf provider's options and the training policy."""
+    return Field(
+        None,
+        ge=0,
+        le=8,
+        description="copy_quotes: once a claim has quoted this many requests (text no citable reply said), its "
+        "further quotes must be sentences of the target's replies (None: no limit).",
+    )
 
 
 def sentences(text: str) -> list[str]:

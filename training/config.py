@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from auditor.prompts import Manual
 from rewards.reward import REWARDS, RewardWeights
+from scaffold.quotable import max_request_quotes_field
 from scaffold.specs import SpecError, describe_validation_error, parse_yaml, read_yaml
 from scaffold.state import AuditBudget, BudgetShorthands
 from targets.grammar.generate import GeneratorOptions
@@ -45,13 +46,7 @@ class PolicyConfig(_Strict):
         "replies, and a claim that quotes a reply cites only the replies that said it (scaffold/quotable.py), in "
         "rollouts, evals and the SFT warm start's alignment.",
     )
-    max_request_quotes: int | None = Field(
-        None,
-        ge=0,
-        le=8,
-        description="copy_quotes: once a claim has quoted this many requests (text no citable reply said), its "
-        "further quotes must be sentences of the target's replies (None: no limit).",
-    )
+    max_request_quotes: int | None = max_request_quotes_field()
     temperature: float = Field(1.0, gt=0, le=2, description="Sampling temperature of rollouts.")
     max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")
     max_batch_size: int = Field(16, ge=1, description="Most rollout turns decoded in one batch.")

@@ -68,6 +68,7 @@ from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_l
 from scaffold.providers.prefix_cache import PrefixCache
 from scaffold.providers.token_prompts import PromptBuilder, end_of_turn_ids, token_response, tools_key
 from scaffold.providers.turn_cache import Layers, TurnCache, padded_cache, row_layers
+from scaffold.quotable import max_request_quotes_field
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError, describe_validation_error
 
@@ -95,13 +96,7 @@ class LocalOptions(BaseModel):
         description="Constrained: a «quote» must copy a request sent to the target or a sentence of its replies; a claim "
         "quoting a reply cites only the replies that said it.",
     )
-    max_request_quotes: int | None = Field(
-        None,
-        ge=0,
-        le=8,
-        description="copy_quotes: once a claim has quoted this many requests (text no citable reply said), its "
-        "further quotes must be sentences of the target's replies (None: no limit).",
-    )
+    max_request_quotes: int | None = max_request_quotes_field()
     lora: str | None = Field(None, description="Directory of a PEFT LoRA adapter to load on the base model.")
     prefix_cache_tokens: int = Field(
         256, ge=0, description="Reuse the KV of a prompt prefix all calls share when it is at least this long (0: off)."
