@@ -43,6 +43,16 @@ MAX_QUOTABLE = 128
 GUILLEMETS = "«»"
 
 
+def copy_quotes_field() -> Any:
+    """The `copy_quotes` knob, declared once for the hf provider's options and the training policy."""
+    return Field(
+        False,
+        description="Constrained: a «quote» in a string must copy a request sent to the target or a sentence of its "
+        "replies, and a claim that quotes a reply cites only the replies that said it (scaffold/quotable.py), in "
+        "rollouts, evals and the SFT warm start's alignment.",
+    )
+
+
 def max_request_quotes_field() -> Any:
     """The `max_request_quotes` knob, declared once for the hf provider's options and the training policy."""
     return Field(

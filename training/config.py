@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from auditor.prompts import Manual
 from rewards.reward import REWARDS, RewardWeights
-from scaffold.quotable import max_request_quotes_field
+from scaffold.quotable import copy_quotes_field, max_request_quotes_field
 from scaffold.specs import SpecError, describe_validation_error, parse_yaml, read_yaml
 from scaffold.state import AuditBudget, BudgetShorthands
 from targets.grammar.generate import GeneratorOptions
@@ -40,12 +40,7 @@ class PolicyConfig(_Strict):
     )
     constrained: bool = Field(True, description="Grammar-constrained tool calls while sampling (forced tokens carry no loss).")
     max_calls_per_turn: int = Field(1, ge=1, le=8, description="Constrained: most tool calls in one reply (the policy picks).")
-    copy_quotes: bool = Field(
-        False,
-        description="Constrained: a «quote» in a string must copy a request sent to the target or a sentence of its "
-        "replies, and a claim that quotes a reply cites only the replies that said it (scaffold/quotable.py), in "
-        "rollouts, evals and the SFT warm start's alignment.",
-    )
+    copy_quotes: bool = copy_quotes_field()
     max_request_quotes: int | None = max_request_quotes_field()
     temperature: float = Field(1.0, gt=0, le=2, description="Sampling temperature of rollouts.")
     max_tokens_per_turn: int = Field(160, ge=8, le=4096, description="Most tokens the policy writes in one turn.")

@@ -68,7 +68,7 @@ from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_l
 from scaffold.providers.prefix_cache import PrefixCache
 from scaffold.providers.token_prompts import PromptBuilder, end_of_turn_ids, token_response, tools_key
 from scaffold.providers.turn_cache import Layers, TurnCache, padded_cache, row_layers
-from scaffold.quotable import max_request_quotes_field
+from scaffold.quotable import copy_quotes_field, max_request_quotes_field
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError, describe_validation_error
 
@@ -91,11 +91,7 @@ class LocalOptions(BaseModel):
     tool_role: Literal["user", "tool"] = Field("user", description="Chat role that carries tool results.")
     constrained: bool = Field(False, description="Constrain every reply with tools to well-formed calls.")
     max_calls_per_turn: int = Field(1, ge=1, le=8, description="Constrained: most calls in one reply (the model picks).")
-    copy_quotes: bool = Field(
-        False,
-        description="Constrained: a «quote» must copy a request sent to the target or a sentence of its replies; a claim "
-        "quoting a reply cites only the replies that said it.",
-    )
+    copy_quotes: bool = copy_quotes_field()
     max_request_quotes: int | None = max_request_quotes_field()
     lora: str | None = Field(None, description="Directory of a PEFT LoRA adapter to load on the base model.")
     prefix_cache_tokens: int = Field(
