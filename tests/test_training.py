@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,14 @@ def test_cpu_smoke_cli_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
         stored = store.judge_results_for(line["run_id"])[-1]["result"]["reward"]
         assert stored["reward"] == line["reward"] and stored["components"] == line["components"], line["run_id"]
         assert stored["components"]["turn_cost"] == pytest.approx(0.05 * line["turns"])
+    # The counterfactual benchmark rebuilds each rollout from the store and recomputes the run's own reward:
+    # it must find the trained one (non-default weights included), or it exits 1.
+    counterfactual = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "reward_counterfactual.py"), str(out),
+                                     "grounded", "shaped:elicited=0.1"], capture_output=True, text=True)
+    assert counterfactual.returncode == 0, counterfactual.stdout + counterfactual.stderr[-3000:]
+    table = counterfactual.stdout.splitlines()
+    assert table[0].endswith("8 rollouts in 2 groups; trained on `grounded`"), table
+    assert table[3].startswith("| grounded (the run's) | ") and table[4].startswith("| grounded | "), table
 
 
 def _adapter(path: Path) -> dict[str, torch.Tensor]:

@@ -81,6 +81,9 @@ def test_sft_keeps_audits_by_their_verdict(tmp_path: Path) -> None:
         load_config(SMOKE, {"reward.weights.control_credit": 0.5})
     with pytest.raises(SpecError, match="grounded and shaped"):
         load_config(SMOKE, {"reward.weights.control_credit": 0.5, "tasks.include_control": True, "reward.family": "binary"})
+    with pytest.raises(SpecError, match="paid by the shaped reward"):
+        load_config(SMOKE, {"reward.weights.elicited": 0.1, "reward.family": "grounded"})
+    assert load_config(SMOKE, {"reward.weights.elicited": 0.1, "reward.family": "shaped"}).reward.weights.elicited == 0.1
 
 
 def test_sft_collects_audits_that_rightly_claimed_nothing(tmp_path: Path) -> None:

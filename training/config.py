@@ -202,6 +202,8 @@ class RewardConfig(_Strict):
             raise ValueError(f"reward.family {self.family!r}: unknown; available: {', '.join(REWARDS)}")
         if self.weights.control_credit and self.family not in ("grounded", "shaped"):
             raise ValueError(f"reward.weights.control_credit is paid by grounded and shaped, not {self.family!r}")
+        if self.weights.elicited and self.family != "shaped":
+            raise ValueError(f"reward.weights.elicited is paid by the shaped reward, not {self.family!r}")
         return self
 
 
