@@ -12,7 +12,18 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from scaffold.events import Hypothesis
+from scaffold.messages import Message
 from scaffold.transcript import Transcript
+
+
+def showed_quirk(message: Message | None) -> bool:
+    """Whether `message` is a simulated organism's reply where the quirk showed (its `fired` flag)."""
+    return message is not None and message.role == "assistant" and message.metadata.get("fired") is True
+
+
+def quirk_showed_anywhere(transcript: Transcript) -> bool:
+    """Whether a simulated organism's reply showed the quirk, on any branch."""
+    return any(showed_quirk(m) for m in transcript.target.nodes.values())
 
 
 class EvidenceCheck(BaseModel):
