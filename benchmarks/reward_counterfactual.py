@@ -27,27 +27,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rewards.reward import REWARDS, RewardWeights  # noqa: E402
 from rewards.types import JudgeResult  # noqa: E402
+from scaffold.specs import SpecError  # noqa: E402
 from scaffold.store import Store  # noqa: E402
 from scaffold.transcript import Transcript  # noqa: E402
 from targets.grammar.generate import use_generated_set  # noqa: E402
 from targets.quirks import library_digest  # noqa: E402
-from training.config import load_config  # noqa: E402
+from training.config import load_config, parse_assignment  # noqa: E402
 
 DEFAULT_SETTINGS = ("grounded", "shaped:elicited=0.1")
 
 
-def parse_setting(text: str, base: RewardWeights) -> tuple[str, RewardWeights]:
-    """`family[:weight=value,...]` as a reward family and `base` with those weights changed."""
+def load_setting(out: Path, text: str) -> tuple[str, RewardWeights]:
+    """`family[:weight=value,...]` as the run's own config with `reward.family` and those
+    `reward.weights` set: the path and checks of `audit train --set`."""
     family, _, changes = text.partition(":")
-    if family not in REWARDS:
-        raise SystemExit(f"{text}: unknown reward family {family!r}; available: {', '.join(REWARDS)}")
-    update: dict[str, str] = {}
-    for change in filter(None, changes.split(",")):
-        key, eq, value = change.partition("=")
-        if not eq or key not in RewardWeights.model_fields:
-            raise SystemExit(f"{text}: {change!r} is not WEIGHT=VALUE with a RewardWeights field")
-        update[key] = value
-    return family, RewardWeights.model_validate({**base.model_dump(), **update})
+    overrides: dict[str, object] = {"reward.family": family}
+    try:
+        for change in filter(None, changes.split(",")):
+            key, value = parse_assignment(change)
+            if key not in RewardWeights.model_fields:  # RewardWeights would ignore an unknown key
+                raise SpecError(f"{key!r} is not a RewardWeights field")
+            overrides[f"reward.weights.{key}"] = value
+        reward = load_config(out / "config.yaml", overrides).reward
+    except SpecError as exc:
+        raise SystemExit(f"{text}: {exc}") from None
+    return reward.family, reward.weights
 
 
 def stored_rollouts(out: Path) -> list[tuple[int, Transcript, JudgeResult, dict[str, float]]]:
@@ -80,10 +84,10 @@ def main(argv: list[str] | None = None) -> int:
                          "same quirk files (AUDITRL_QUIRKS) as the run")
     own = config.reward.family
     settings = [own, *(args.settings or DEFAULT_SETTINGS)]
-    parsed = [parse_setting(s, config.reward.weights) for s in settings]
+    parsed = [(own, config.reward.weights), *(load_setting(args.out, s) for s in settings[1:])]
     rollouts = stored_rollouts(args.out)
-    steps = sorted({step for step, *_ in rollouts})
-    print(f"{args.out}: {len(rollouts)} rollouts in {len(steps)} groups; trained on `{own}`")
+    groups = len({step for step, *_ in rollouts})
+    print(f"{args.out}: {len(rollouts)} rollouts in {groups} groups; trained on `{own}`")
     print("| reward | rollouts paid | groups that differ | mean reward |")
     print("|---|---|---|---|")
     mismatched = 0
