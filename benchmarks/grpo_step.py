@@ -14,7 +14,7 @@ in this process and reports rollout, reward and update seconds (mean over steps 
 the first pays one-off costs), then each variant's step time as a ratio of the first
 variant's, measured here, in this run.
 
-bf16 variants run only where the device computes bf16 natively (hf_local.bf16_is_native)
+bf16 variants run only where the device computes bf16 natively (precision.bf16_is_native)
 unless --force-bf16: on a CPU without avx512_bf16 or AMX autocast is emulated and a
 step takes many times longer. The precision probe (one forward+backward of the config's
 base model with a LoRA over `--probe-tokens` tokens, fp32 then bf16 autocast) shows
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from scaffold.providers.hf_local import autocast, bf16_is_native  # noqa: E402
+from scaffold.providers.precision import autocast, bf16_is_native  # noqa: E402
 from training.config import TrainConfig, load_config, parse_assignment  # noqa: E402
 from training.grpo import run_grpo  # noqa: E402
 from training.metrics import read_metrics  # noqa: E402

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from scaffold.providers.hf_local import autocast  # noqa: E402
+from scaffold.providers.precision import autocast  # noqa: E402
 from training.config import load_config  # noqa: E402
 from training.policy import load_base, lora_config  # noqa: E402
 from training.sft import SftRow, load_sft_data, sft_loss  # noqa: E402

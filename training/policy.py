@@ -15,8 +15,9 @@ from typing import Any, Iterator, Literal
 import torch
 
 from scaffold.model import ChatModel
-from scaffold.providers.hf_local import LocalChatModel, bf16_is_native
+from scaffold.providers.hf_local import LocalChatModel
 from scaffold.providers.local_weights import load_model_and_tokenizer, load_packaged_tokenizer, resolve_local_model
+from scaffold.providers.precision import bf16_is_native
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError
 from training.config import TrainConfig

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from auditor.prompts import Manual, auditor_system_prompt
 from scaffold.events import EVENT_ADAPTER
-from scaffold.providers.hf_local import autocast
+from scaffold.providers.precision import autocast
 from scaffold.providers.text_tools import render_assistant_text
 from scaffold.providers.token_prompts import PromptBuilder
 from scaffold.secrets import SecretRegistry

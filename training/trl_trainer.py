@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import torch
 
-from scaffold.providers.hf_local import autocast
+from scaffold.providers.precision import autocast
 from scaffold.specs import SpecError
 from training.config import TrainConfig
 from training.metrics import logprob_parity
