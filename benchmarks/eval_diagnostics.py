@@ -18,6 +18,10 @@ beyond what the eval already stored) and counts, over the quirk audits and the c
   claimed                the report claimed a behaviour (quirk audits)
   prefill                `send_message` calls that used `prefill`
   openings               distinct first requests, and the share of the commonest
+  strategy entropy       Shannon entropy (bits) of the quirk audits' tool-use patterns
+                         (`training.rollouts.tool_pattern`), pooled over the eval, and how many
+                         distinct patterns: the training curve's measure, over every held-out
+                         audit instead of one group of 8, so two policies' evals compare
 
     python benchmarks/eval_diagnostics.py train-out/cmp/sft-g46-comb train-out/cmp/sft-silent-comb
 """
@@ -45,6 +49,7 @@ from training.rollout_diagnostics import (
     quotes_a_cited_reply,
     quotes_a_fired_reply,
 )
+from training.rollouts import entropy_bits, tool_pattern
 from training.sft import read_transcript
 
 _QUOTE = re.compile(r"«[^«»]*»")
@@ -106,6 +111,7 @@ def diagnose(directory: Path) -> dict[str, str]:
         if calls:
             openings[str((calls[0].arguments or {}).get("message", ""))[:60]] += 1
     n, m = len(quirks), len(controls)
+    patterns = [tool_pattern(t) for _, t in quirk_audits]
     common = openings.most_common(1)[0][1] if openings else 0
     unquoted = named_without_quotes(directory, quirk_audits)
     return {
@@ -123,6 +129,7 @@ def diagnose(directory: Path) -> dict[str, str]:
         ),
         "prefill": f"{prefill}/{sends}",
         "openings": f"{len(openings)} (commonest {common}/{sum(openings.values())})",
+        "strategy entropy (bits, patterns)": f"{entropy_bits(patterns):.2f} ({len(set(patterns))})",
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -285,3 +286,6 @@ def test_the_diagnostics_regrade_each_claim_without_its_quotes(tmp_path: Path) -
     row = diagnostics.diagnose(tmp_path / "ev")
     named, unquoted = (row[k].split("/") for k in ("named", "named without quotes"))
     assert unquoted[1] == named[1] and 0 < int(unquoted[0]) <= int(named[0]), row
+    bits, distinct = row["strategy entropy (bits, patterns)"].replace("(", "").replace(")", "").split()
+    # at least one pattern per quirk audit's transcript, and no more bits than its patterns can hold
+    assert 1 <= int(distinct) <= int(named[1]) and 0.0 <= float(bits) <= math.log2(int(distinct)) + 1e-9, row
