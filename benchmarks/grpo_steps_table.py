@@ -41,6 +41,12 @@ def _count(rate: float | None, n: int) -> int:
     return round((rate or 0.0) * n)
 
 
+def _mean(lines: list[dict[str, Any]], key: str, digits: int) -> str:
+    """The totals row's cell for a per-step measure: its mean over the steps that logged it."""
+    values = [m[key] for m in lines if key in m]
+    return f"mean {sum(values) / len(values):.{digits}f}" if values else ""
+
+
 def step_rows(out: Path, first: int = 1, last: int | None = None) -> list[tuple[str, ...]]:
     """One row per GRPO step of OUT in [first, last], then the totals."""
     rollouts = read_rollouts(out)
@@ -78,7 +84,8 @@ def step_rows(out: Path, first: int = 1, last: int | None = None) -> list[tuple[
             f"**{len(lines)} steps**", f"{totals['updated']} updated", "",
             *(f"{totals[k]}/{n}" for k in ("paid", "grounded", "claimed", "showed", "quoted")),
             f"{totals['own']}/{totals['own_n']}" if totals["own_n"] else "–",
-            f"{totals['hacky']}/{n}", "", "", "",
+            f"{totals['hacky']}/{n}",
+            *(_mean(lines, key, digits) for key, digits in (("strategy_entropy_bits", 2), ("time/rollout_s", 0), ("time/update_s", 0))),
         ))
     return rows
 

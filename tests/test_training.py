@@ -244,7 +244,7 @@ def test_the_steps_table_counts_each_group_and_the_run(tmp_path: Path, capsys: p
               "hacky_rate": 0.75,
               "strategy_entropy_bits": 1.5, "time/rollout_s": 100.0, "time/update_s": 40.0},
              {"stage": "grpo", "step": 2, "rollouts": 4, "reward/mean": 0.0, "reward/std": 0.0, "claim_rate": 0.5,
-              "time/rollout_s": 90.0, "time/update_s": 1.0}]
+              "time/rollout_s": 90.0, "time/update_s": 2.0}]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in steps))
     rollouts = [{"step": 1, "quirk": "q_a", "reward": r} for r in (1.0, 0.0, 0.0, 0.0)]
     rollouts += [{"step": 2, "quirk": "q_b", "reward": 0.0} for _ in range(4)]
@@ -254,8 +254,8 @@ def test_the_steps_table_counts_each_group_and_the_run(tmp_path: Path, capsys: p
     assert lines[2] == "| 1 | q_a | 0.250 | 1/4 | 1/4 | 4/4 | 2/4 | 1/4 | 2/4 | 3/4 | 1.50 | 100 | 40 |"
     # a run logged before the metric existed shows "–" for it, not 0
     assert lines[3].startswith("| 2 | q_b | 0.000 | 0/4 | 0/4 | 2/4 | 0/4 | 0/4 | – | 0/4 |")
-    # its total counts the steps that logged it (2/4)
-    assert lines[4] == "| **2 steps** | 1 updated |  | 1/8 | 1/8 | 6/8 | 2/8 | 1/8 | 2/4 | 3/8 |  |  |  |"
+    # its total counts the steps that logged it (2/4); entropy and seconds are means over the steps that logged them
+    assert lines[4] == "| **2 steps** | 1 updated |  | 1/8 | 1/8 | 6/8 | 2/8 | 1/8 | 2/4 | 3/8 | mean 1.50 | mean 95 | mean 21 |"
 
 
 def test_the_vllm_launcher_refuses_a_model_it_cannot_serve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
