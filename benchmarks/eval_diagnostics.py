@@ -19,7 +19,7 @@ beyond what the eval already stored) and counts, over the quirk audits and the c
   prefill                `send_message` calls that used `prefill`
   openings               distinct first requests, and the share of the commonest
   strategy entropy       Shannon entropy (bits) of the quirk audits' tool-use patterns
-                         (`training.rollouts.tool_pattern`), pooled over the eval, and how many
+                         (`scaffold.tool_pattern`), pooled over the eval, and how many
                          distinct patterns: the training curve's measure, over every held-out
                          audit instead of one group of 8, so two policies' evals compare
 
@@ -39,6 +39,7 @@ from evals.runner import read_finished
 from rewards.judges import build_judge
 from scaffold.events import ReportEvent
 from scaffold.secrets import SecretRegistry
+from scaffold.tool_pattern import entropy_bits, tool_pattern
 from scaffold.transcript import Transcript
 from targets.grammar.generate import GeneratorOptions, use_generated_set
 from targets.quirks import get_quirk
@@ -49,7 +50,6 @@ from training.rollout_diagnostics import (
     quotes_a_cited_reply,
     quotes_a_fired_reply,
 )
-from training.rollouts import entropy_bits, tool_pattern
 from training.sft import read_transcript
 
 _QUOTE = re.compile(r"«[^«»]*»")
@@ -137,6 +137,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dirs", nargs="+", type=Path, help="`audit eval --out` directories")
     args = parser.parse_args()
+    for d in args.dirs:
+        if not (d / "runs").is_dir():  # a results.json has no transcripts: every count would read 0/0
+            parser.error(f"{d}: not an eval directory with runs/ (`audit eval compare` reads a results.json alone)")
     table = [diagnose(d) for d in args.dirs]
     keys = list(table[0])
     print("| " + " | ".join(keys) + " |")

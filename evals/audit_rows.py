@@ -8,6 +8,7 @@ from evals.prices import PriceTable
 from evals.results import AuditRow
 from evals.suites import EvalCase
 from rewards.types import JudgeResult, RewardResult
+from scaffold.tool_pattern import tool_pattern
 from scaffold.transcript import Transcript
 
 
@@ -64,6 +65,7 @@ def make_row(
         reward=reward.reward,
         top_hypothesis=top,
         turns=transcript.auditor_turns,
+        tool_pattern=tool_pattern(transcript),
         valid_call_turns=transcript.valid_call_turns()[0],
         auditor_tokens=transcript.auditor_usage.total,
         target_tokens=transcript.target_usage.total,

@@ -4,6 +4,8 @@ Every eval after the first is compared with the first (the reference): the diffe
 in grounded detection rate per quirk and overall, in named detection overall, and in the false-positive rate, each with the
 two-sided p-value of Fisher's exact test. With a handful of audits per quirk, most
 per-quirk differences are not significant; the table says so rather than hiding it.
+The last row is each eval's strategy entropy (the tool patterns of its quirk audits) and
+its difference in bits, untested: whether training collapsed the auditor's strategies.
 """
 
 from __future__ import annotations
@@ -32,9 +34,17 @@ class ComparisonRow(BaseModel):
     others: list[Difference]
 
 
+class Strategy(BaseModel):
+    """One eval's strategy entropy (`Aggregates.strategy_entropy_bits`): not a rate, so no test."""
+
+    bits: float | None  # None for results written before rows recorded their tool pattern
+    patterns: int
+
+
 class Comparison(BaseModel):
     labels: list[str]  # one per eval, the reference first
     rows: list[ComparisonRow]
+    strategies: list[Strategy] = []  # one per eval, the reference first
 
 
 def load_results(directory: Path) -> EvalResults:
@@ -90,7 +100,8 @@ def compare(evals: list[EvalResults], labels: list[str]) -> Comparison:
     quirks = sorted({q.quirk for e in evals for q in e.aggregates.by_quirk})
     for quirk in quirks:
         rows.append(row(quirk, lambda a, quirk=quirk: next((q.detection for q in a.by_quirk if q.quirk == quirk), None)))
-    return Comparison(labels=labels, rows=rows)
+    strategies = [Strategy(bits=e.aggregates.strategy_entropy_bits, patterns=e.aggregates.strategy_patterns) for e in evals]
+    return Comparison(labels=labels, rows=rows, strategies=strategies)
 
 
 def rate_cell(rate: Rate) -> str:
@@ -104,12 +115,28 @@ def difference_cells(d: Difference) -> list[str]:
     return [rate_cell(d.rate), delta, "n/a" if d.p_value is None else f"{d.p_value:.3f}"]
 
 
+def _strategy_cell(s: Strategy) -> str:
+    return "n/a" if s.bits is None else f"{s.bits:.2f} ({s.patterns} patterns)"
+
+
+def strategy_cells(comparison: Comparison) -> list[str]:
+    """The strategy-entropy row: bits and distinct patterns, then (value, Δ bits, no p) per eval."""
+    ref, *others = comparison.strategies
+    cells = ["strategy entropy (bits)", _strategy_cell(ref)]
+    for s in others:
+        delta = "n/a" if s.bits is None or ref.bits is None else f"{s.bits - ref.bits:+.2f}"
+        cells += [_strategy_cell(s), delta, "–"]
+    return cells
+
+
 def table_rows(comparison: Comparison) -> list[list[str]]:
-    """Every row of the comparison as cells: metric, reference, then (rate, Δ, p) per eval."""
-    return [
+    """Every row of the comparison as cells: metric, reference, then (rate, Δ, p) per eval;
+    the strategy entropy last, when the comparison carries it."""
+    rows = [
         [r.metric, rate_cell(r.reference), *[c for d in r.others for c in difference_cells(d)]]
         for r in comparison.rows
     ]
+    return rows + ([strategy_cells(comparison)] if comparison.strategies else [])
 
 
 def markdown(comparison: Comparison) -> str:

@@ -20,6 +20,7 @@ from rewards.reward import REWARDS
 from rewards.types import JudgeResult
 from scaffold.specs import SpecError
 from scaffold.store import Store, StoreError
+from scaffold.tool_pattern import tool_pattern
 from targets.quirks import Quirk
 
 IMPORTED_FROM = "petri"
@@ -84,8 +85,6 @@ async def import_file(
     reward: str = "grounded",
 ) -> ImportOutcome:
     """Import one prepared file into `store`, judged by Petri's verdict and, with `judge`, by ours."""
-    from training.rollouts import tool_pattern
-
     path, petri, imported = prepared.path, prepared.petri, prepared.imported
     run_id, transcript = imported.run_id, imported.transcript
     outcome = ImportOutcome(path, run_id, "imported", imported.notes, pattern=tool_pattern(transcript),

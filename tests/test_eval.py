@@ -162,7 +162,23 @@ def test_compare_shows_per_quirk_differences_with_p_values(tmp_path: Path) -> No
     # grounded detection is never above named: a confession alone is named, not grounded
     grounded = lines["detection"].rstrip(" |").split(" | ")
     assert int(grounded[1].split("(")[1].split("/")[0]) <= 8 and grounded[3].startswith("-")
+    # the strategy row: each eval's entropy from its own results.json, and their difference in bits
+    entropy = [json.loads((tmp_path / d / "results.json").read_text())["aggregates"]["strategy_entropy_bits"]
+               for d in ("easy", "hard")]
+    strategy = lines["strategy entropy (bits)"].rstrip(" |").split(" | ")
+    assert strategy[1].startswith(f"{entropy[0]:.2f} (") and strategy[2].startswith(f"{entropy[1]:.2f} (")
+    assert strategy[3] == f"{entropy[1] - entropy[0]:+.2f}" and strategy[4] == "–"
     assert audit("eval", "compare", "easy", cwd=tmp_path).returncode == 2
+
+
+def test_compare_says_n_a_for_results_without_tool_patterns() -> None:
+    """Results written before rows recorded their tool pattern have no entropy: n/a, not 0 bits."""
+    from evals.compare import Comparison, Strategy, strategy_cells
+
+    old, new = Strategy(bits=None, patterns=0), Strategy(bits=1.0, patterns=2)
+    assert strategy_cells(Comparison(labels=["a", "b"], rows=[], strategies=[old, new]))[1:] == [
+        "n/a", "1.00 (2 patterns)", "n/a", "–"]
+    assert strategy_cells(Comparison(labels=["a", "b"], rows=[], strategies=[new, new]))[3] == "+0.00"
 
 
 def test_metrics_against_known_values() -> None:
@@ -289,3 +305,8 @@ def test_the_diagnostics_regrade_each_claim_without_its_quotes(tmp_path: Path) -
     bits, distinct = row["strategy entropy (bits, patterns)"].replace("(", "").replace(")", "").split()
     # at least one pattern per quirk audit's transcript, and no more bits than its patterns can hold
     assert 1 <= int(distinct) <= int(named[1]) and 0.0 <= float(bits) <= math.log2(int(distinct)) + 1e-9, row
+    # the eval recorded each audit's pattern, so results.json alone gives the same entropy
+    results = json.loads((tmp_path / "ev" / "results.json").read_text())
+    assert all(r["tool_pattern"] for r in results["rows"] if r["status"] == "completed")
+    assert results["aggregates"]["strategy_patterns"] == int(distinct)
+    assert results["aggregates"]["strategy_entropy_bits"] == pytest.approx(float(bits), abs=0.006)

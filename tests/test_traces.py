@@ -24,9 +24,9 @@ from scaffold.providers.scripted import ScriptedModel
 from scaffold.run import run_audit
 from scaffold.specs import SpecError
 from scaffold.store import Store
+from scaffold.tool_pattern import tool_pattern
 from tests.conftest import echo_target, script_auditor
 from traces.analyse import analyse
-from training.rollouts import tool_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
 X, Y, Z, W = "use:prefill", "tool:think", "tool:rollback_conversation", "tool:sample_user_turn"

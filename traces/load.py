@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.specs import SpecError
+from scaffold.tool_pattern import tool_pattern
 
 
 @dataclass
@@ -18,7 +19,7 @@ class TracedRollout:
     step: int  # training step; an eval's audits are all step 0
     quirk: str
     reward: float
-    pattern: str  # the auditor's tool use, run-length coded (training.rollouts.tool_pattern)
+    pattern: str  # the auditor's tool use, run-length coded (scaffold.tool_pattern)
     hacks: list[str] = field(default_factory=list)
     family: str | None = None  # generated quirks: the behaviour family
     seed: str = ""  # the auditor seed: GRPO's group is (step, quirk, seed)
@@ -49,8 +50,6 @@ def _transcripts(db: Path, run_ids: list[str], required: bool) -> dict[str, Any]
 
 
 def _with_reports(rollouts: list[TracedRollout], db: Path, required: bool) -> None:
-    from training.rollouts import tool_pattern
-
     transcripts = _transcripts(db, [r.run_id for r in rollouts], required)
     for r in rollouts:
         t = transcripts.get(r.run_id)

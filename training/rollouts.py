@@ -35,6 +35,7 @@ from scaffold.model import ChatModel
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from scaffold.store import Store
+from scaffold.tool_pattern import entropy_bits, tool_pattern
 from scaffold.transcript import Transcript
 from targets.grammar.generate import use_generated_set
 from targets.quirks import get_quirk, library_digest, quirk_set_digest
@@ -133,31 +134,6 @@ class Rollout:
     def pattern(self) -> str:
         """Its tool use (see `tool_pattern`); empty without a transcript."""
         return tool_pattern(self.transcript) if self.transcript else ""
-
-
-def tool_pattern(transcript: Transcript) -> str:
-    """The auditor's tool use as one string (`send_message x3 > submit_report`), run-length coded."""
-    names: list[str] = []
-    for m in transcript.auditor_messages:
-        if m.role == "assistant":
-            names.append("+".join(c.name for c in m.tool_calls if not c.parse_error) or "(no call)")
-    runs: list[str] = []
-    for name in names:
-        if runs and runs[-1].split(" x")[0] == name:
-            head, _, count = runs[-1].partition(" x")
-            runs[-1] = f"{head} x{int(count or 1) + 1}"
-        else:
-            runs.append(name)
-    return " > ".join(runs)
-
-
-def entropy_bits(values: list[str]) -> float:
-    """Shannon entropy (bits) of the empirical distribution of `values`."""
-    if not values:
-        return 0.0
-    counts = Counter(values)
-    n = len(values)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
 def _row(transcript: Transcript) -> tuple[TrainingRow | None, int, int]:
