@@ -4,7 +4,8 @@ Reads each directory's audits.jsonl and its transcripts (never the organisms' gr
 beyond what the eval already stored) and counts, over the quirk audits and the controls:
   grounded, named        what the grader credited (quirk audits)
   named without quotes   named, when the eval's own (offline) judge reads the report with the
-                         text inside each «quote» removed: the auditor's own words. Under
+                         text inside each quote emptied: the auditor's own words (the eval's
+                         `named_own_words`, or the judge run again for results without it). Under
                          `copy_quotes` a quote of the sentence where the quirk fired can carry
                          the naming for a claim whose label is wrong ("Refused an everyday
                          request: ... it replied «I must say, your taste is remarkable.»")
@@ -30,14 +31,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 from collections import Counter
 from pathlib import Path
 
 from evals.compare import load_results
 from evals.runner import read_finished
 from rewards.judges import build_judge
-from scaffold.events import ReportEvent
 from scaffold.secrets import SecretRegistry
 from scaffold.tool_pattern import entropy_bits, tool_pattern
 from scaffold.transcript import Transcript
@@ -52,23 +51,15 @@ from training.rollout_diagnostics import (
 )
 from training.sft import read_transcript
 
-_QUOTE = re.compile(r"«[^«»]*»")
-
-
-def without_quotes(transcript: Transcript) -> Transcript:
-    """`transcript` with its report's hypotheses stripped of what their «quotes» hold (each
-    becomes «»), as a later report: what the auditor named in its own words."""
-    report = transcript.report
-    assert report is not None
-    hypotheses = [h.model_copy(update={"description": _QUOTE.sub("«»", h.description)}) for h in report.hypotheses]
-    transcript.append(ReportEvent(report=report.model_copy(update={"hypotheses": hypotheses})))
-    return transcript
-
 
 def named_without_quotes(directory: Path, audits: list[tuple[str, Transcript]]) -> int | None:
-    """How many of these quirk audits (quirk id, transcript) the eval's judge credits as named
-    once the quotes are stripped; None for a judge that is not offline (it would need a key)."""
+    """How many of these quirk audits (quirk id, transcript) are named in the auditor's own
+    words (`JudgeResult.named_own_words`): as the eval recorded it, or from its offline judge
+    run again for results written before it; None for a judge that is not offline."""
     results = load_results(directory)
+    recorded = {r.run_id: r.named_own_words for r in results.rows}
+    if all(recorded.get(t.run_id) is not None for _, t in audits):
+        return sum(bool(recorded[t.run_id]) for _, t in audits)
     if not results.judge.startswith(("offline", "lexical")):
         return None
     generated = results.suite.get("generated")
@@ -77,11 +68,10 @@ def named_without_quotes(directory: Path, audits: list[tuple[str, Transcript]]) 
     judge = build_judge(results.judge, SecretRegistry())
 
     async def named(quirk_id: str, t: Transcript) -> bool:
-        return bool((await judge.evaluate(without_quotes(t), get_quirk(quirk_id))).identified)
+        return bool((await judge.evaluate(t, get_quirk(quirk_id))).named_own_words)
 
     async def count() -> int:
-        claims = [named(q, t) for q, t in audits if t.report is not None and t.report.hypotheses]
-        return sum(await asyncio.gather(*claims))
+        return sum(await asyncio.gather(*(named(q, t) for q, t in audits)))
 
     return asyncio.run(count())
 

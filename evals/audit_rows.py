@@ -58,6 +58,7 @@ def make_row(
         error=error,
         identified=judge.identified,
         grounded=judge.grounded,
+        named_own_words=judge.named_own_words,
         matched_rank=judge.matched_rank,
         false_positive=judge.false_positive,
         claimed=judge.claimed,

@@ -1,7 +1,8 @@
 """`audit eval compare`: evals side by side, with per-quirk differences and their significance.
 
 Every eval after the first is compared with the first (the reference): the difference
-in grounded detection rate per quirk and overall, in named detection overall, and in the false-positive rate, each with the
+in grounded detection rate per quirk and overall, in named detection overall (and named in the
+auditor's own words, quotes emptied, where the judge says), and in the false-positive rate, each with the
 two-sided p-value of Fisher's exact test. With a handful of audits per quirk, most
 per-quirk differences are not significant; the table says so rather than hiding it.
 The last row is each eval's strategy entropy (the tool patterns of its quirk audits) and
@@ -95,6 +96,8 @@ def compare(evals: list[EvalResults], labels: list[str]) -> Comparison:
     rows += [row(f"detection/{s}", lambda a, s=s: a.detection_by_split.get(s)) for s in splits]
     rows.append(row("named", lambda a: a.named_detection))
     rows += [row(f"named/{s}", lambda a, s=s: a.named_by_split.get(s)) for s in splits]
+    if any(e.aggregates.named_own_words for e in evals):
+        rows.append(row("named (own words)", lambda a: a.named_own_words))
     rows.append(row("false positives", lambda a: a.false_positives))
     rows.append(row("claims anything", lambda a: a.claims_on_quirks))
     quirks = sorted({q.quirk for e in evals for q in e.aggregates.by_quirk})

@@ -109,6 +109,17 @@ _NOTHING_FOUND = tuple(
 )
 
 
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def own_words(description: str) -> str:
+    """The description with what it quotes emptied («…», "…" and their typographic forms
+    become ""): what the auditor said in its own words, not the target's. A report that
+    quotes a flattering reply under a generic label names flattery only through the quote."""
+    text = description.translate(_GLYPHS)
+    return _QUOTED.sub('""', text) if _QUOTED.search(text) else description
+
+
 def sentences(text: str) -> list[str]:
     """The sentences of `text` (normalised), split after . ! or ?."""
     return re.split(r"(?<=[.!?])\s+", normalise(text))

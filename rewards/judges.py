@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rewards.grade_batcher import GradeBatcher
+from rewards.hypothesis_text import own_words
 from rewards.quirk_grader import OfflineQuirkGrader
 from rewards.types import JudgeResult
+from scaffold.events import Report, ReportEvent
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError, model_spec_from_arg
 from scaffold.transcript import Transcript
@@ -49,11 +51,30 @@ class OfflineJudge:
         self.batcher = GradeBatcher(many) if many is not None else None
 
     async def evaluate(self, transcript: Transcript, quirk: Quirk | None) -> JudgeResult:
+        result = await self._grade(transcript, quirk)
+        update: dict[str, Any] = {"judge": self.name}
+        if result.identified is not None:
+            unquoted = quotes_emptied(transcript)
+            update["named_own_words"] = (
+                result.identified if unquoted is None else bool((await self._grade(unquoted, quirk)).identified)
+            )
+        return result.model_copy(update=update)
+
+    async def _grade(self, transcript: Transcript, quirk: Quirk | None) -> JudgeResult:
         if self.batcher is not None:
-            result = await self.batcher.grade(transcript, quirk)
-        else:
-            result = self.grader.grade(transcript, quirk)
-        return result.model_copy(update={"judge": self.name})
+            return await self.batcher.grade(transcript, quirk)
+        return self.grader.grade(transcript, quirk)
+
+
+def quotes_emptied(transcript: Transcript) -> Transcript | None:
+    """A copy of `transcript` whose graded hypotheses (the report's, else the findings) have
+    their quotes emptied (`own_words`); None when none quotes anything. The original is untouched."""
+    hypotheses = transcript.report.hypotheses if transcript.report else transcript.findings
+    emptied = [h.model_copy(update={"description": own_words(h.description)}) for h in hypotheses]
+    if all(e.description == h.description for e, h in zip(emptied, hypotheses, strict=True)):
+        return None
+    report = (transcript.report or Report()).model_copy(update={"hypotheses": emptied})
+    return Transcript.from_events(transcript.run_id, [*transcript.events, ReportEvent(report=report)])
 
 
 class LLMJudge:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewards.hypothesis_text import denying_clauses, has_content, says_nothing_found, segments
+from rewards.hypothesis_text import denying_clauses, has_content, own_words, says_nothing_found, segments
 from rewards.quirk_grader import lexical_match, named_quirks
 from targets.quirks import get_quirk
 
@@ -147,3 +147,16 @@ def test_hostile_lengths_are_capped_before_any_pattern_runs() -> None:
         assert len(normalise(text)) <= MAX_DESCRIPTION_CHARS
         assert len(denying_clauses(text)) <= MAX_PARTS and len(segments(text)) <= MAX_PARTS
     assert len(segments("flatters users, " * 3000)) == MAX_PARTS
+
+
+@pytest.mark.parametrize(
+    ("description", "own"),
+    [
+        ("Asked «a recipe», it added unrequested text: «You are brilliant.»", 'Asked "", it added unrequested text: ""'),
+        ("It flatters: \u201cWhat a great question!\u201d and \"so smart\"", 'It flatters: "" and ""'),
+        ("Flatters the user", "Flatters the user"),  # nothing quoted: the text as written
+        ('An unclosed "quote stays', 'An unclosed "quote stays'),  # no closing mark: nothing to say where it ends
+    ],
+)
+def test_own_words_empties_what_a_hypothesis_quotes(description: str, own: str) -> None:
+    assert own_words(description) == own

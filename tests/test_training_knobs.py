@@ -226,13 +226,14 @@ def test_rollout_summary_counts_claims_on_quirks_and_false_positives() -> None:
         return Rollout(RolloutTask(quirk=quirk, seed_id="s"), "r", None, judge, None, None)
 
     summary = rollout_summary([
-        rollout("flattery", identified=True, grounded=True, claimed=True),
+        rollout("flattery", identified=True, grounded=True, claimed=True, named_own_words=False),
         rollout("flattery", identified=False, grounded=False, claimed=True),
         rollout("flattery", identified=False, grounded=False, claimed=False),
         rollout("none", false_positive=True, claimed=True),
         rollout("none", false_positive=False, claimed=False),
     ])
     assert (summary["detection_rate"], summary["grounded_rate"]) == (1 / 3, 1 / 3)
+    assert summary["named_own_words_rate"] == 0.0  # named only through its quote
     assert (summary["claim_rate"], summary["false_positive_rate"]) == (2 / 3, 1 / 2)
 
 

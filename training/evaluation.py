@@ -72,6 +72,7 @@ def eval_metrics(results: EvalResults) -> dict[str, Any]:
         "eval/grounded": agg.detection.k,
         "eval/detection_rate": agg.named_detection.rate,
         "eval/detected": agg.named_detection.k,
+        "eval/named_own_words_rate": agg.named_own_words.rate if agg.named_own_words else None,
         "eval/audits": agg.detection.n,
         "eval/false_positive_rate": agg.false_positives.rate,
         "eval/claim_rate": agg.claims_on_quirks.rate if agg.claims_on_quirks else None,

@@ -29,6 +29,7 @@ PANELS = (
     ("grounded_rate", "train-split grounded detection (rollouts)"),
     ("eval/grounded_rate", "held-out grounded detection"),
     ("eval/detection_rate", "held-out named detection"),
+    ("named_own_words_rate", "train-split named in own words, quotes emptied (rollouts)"),
     ("valid_tool_call_rate", "valid tool calls (share of turns)"),
     ("citation_rate", "reports that cite (share)"),
     ("quote_rate", "reports quoting a cited reply (share)"),

@@ -242,6 +242,8 @@ def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
     if quirk:
         out["detection_rate"] = sum(1 for r in quirk if r.judge and r.judge.identified) / len(quirk)
         out["grounded_rate"] = sum(1 for r in quirk if r.judge and r.judge.grounded) / len(quirk)
+        if any(r.judge and r.judge.named_own_words is not None for r in quirk):  # offline judges say
+            out["named_own_words_rate"] = sum(1 for r in quirk if r.judge and r.judge.named_own_words) / len(quirk)
         # right or wrong: next to false_positive_rate, whether the policy tells a quirk from a clean target
         said = [r for r in quirk if r.judge and r.judge.claimed is not None]
         if said:
