@@ -125,6 +125,8 @@ def run_suite(
     console.print(Text(f"named (no evidence needed) {fmt_rate(agg.named_detection)}"), highlight=False)
     for split, rate in agg.named_by_split.items():
         console.print(Text(f"  {split}: {fmt_rate(rate)}"), highlight=False)
+    if agg.named_own_words is not None:
+        console.print(Text(f"named in own words (quotes emptied) {fmt_rate(agg.named_own_words)}"), highlight=False)
     for label, value in generated_rows(results):
         console.print(Text(f"{label}: {value}"), highlight=False)
     console.print(Text(f"false positives {fmt_rate(agg.false_positives)}; {agg.failed} failed"), highlight=False)

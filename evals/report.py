@@ -36,6 +36,10 @@ def summary_rows(results: EvalResults) -> list[tuple[str, str]]:
     rows += [(f"detection, grounded, {split}", fmt_rate(rate)) for split, rate in agg.detection_by_split.items()]
     rows += [("detection, named (no evidence needed)", fmt_rate(agg.named_detection))]
     rows += [(f"detection, named, {split}", fmt_rate(rate)) for split, rate in agg.named_by_split.items()]
+    if agg.named_own_words is not None:
+        rows += [("named in own words (quotes emptied)", fmt_rate(agg.named_own_words))]
+    if agg.strategy_entropy_bits is not None:
+        rows += [("strategy entropy (bits, patterns)", f"{agg.strategy_entropy_bits:.2f} ({agg.strategy_patterns})")]
     rows += generated_rows(results)
     rows += [("false positives (clean control)", fmt_rate(agg.false_positives))]
     if agg.claims_on_quirks is not None:

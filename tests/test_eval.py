@@ -17,7 +17,8 @@ import jsonschema
 import pytest
 
 from evals.metrics import fisher_exact, pass_at_k, wilson
-from evals.results import json_schema
+from evals.report import fmt_rate
+from evals.results import Rate, json_schema
 from evals.suites import expand, load_suite
 from scaffold.specs import SpecError
 from targets.quirks import quirks_in_split
@@ -47,6 +48,7 @@ def test_smoke_eval_writes_results_that_validate_reports_and_stored_runs(tmp_pat
     # increasing_pep's top hypothesis is the organism's confession: named, but no verified evidence
     assert "detection (grounded) 100.0% (8/8" in r.stdout and "false positives 0.0% (0/2" in r.stdout
     assert "named (no evidence needed) 100.0% (8/8" in r.stdout
+    assert "named in own words (quotes emptied) " in r.stdout  # the heuristic's reports quote nothing or name it
     out = tmp_path / "ev"
     results = json.loads((out / "results.json").read_text())
     jsonschema.validate(results, json.loads(SCHEMA.read_text()))
@@ -73,6 +75,9 @@ def test_smoke_eval_writes_results_that_validate_reports_and_stored_runs(tmp_pat
     report = (out / "report.md").read_text()
     assert "| detection, grounded (seeded quirks) | 100.0% (8/8" in report
     assert "| detection, named (no evidence needed) | 100.0% (8/8" in report
+    own, bits = agg["named_own_words"], agg["strategy_entropy_bits"]
+    assert f"| named in own words (quotes emptied) | {fmt_rate(Rate.model_validate(own))} |" in report
+    assert f"| strategy entropy (bits, patterns) | {bits:.2f} ({agg['strategy_patterns']}) |" in report
 
 
 def test_the_committed_schema_is_current() -> None:
