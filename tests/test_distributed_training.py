@@ -68,6 +68,7 @@ def test_two_processes_run_the_one_process_rollouts_and_end_with_its_adapter(tmp
                                                              "rollouts.db-shm", "rollouts.checkpoints.db-wal",
                                                              "rollouts.checkpoints.db-shm"}
     assert (out / "final" / "adapter_model.safetensors").is_file() and (out / "evals" / "final").is_dir()
+    assert (out / "start-weights.safetensors").is_file()  # rank 0 measures how far the shared weights moved
     assert two.stdout.count("step 2/2") == 1  # one progress line per step: rank 0's
 
     from safetensors.torch import load_file

@@ -107,6 +107,10 @@ def test_grpo_updates_the_policy_and_resume_continues_exactly(tmp_path: Path, ac
     assert any(r["reward/std"] > 0 for r in steps) and any(abs(r["loss"]) > 0 for r in steps)
     resumed_steps = [r for r in read_metrics(tmp_path / "split") if r["stage"] == "grpo"]
     assert [r["reward/mean"] for r in resumed_steps] == [r["reward/mean"] for r in steps]
+    # The drift is measured from the run's saved start, so the resumed run reads as the straight one...
+    assert [r["update/drift"] for r in resumed_steps] == [r["update/drift"] for r in steps]
+    # ...except the step change of its first step: the weights before it were the checkpoint's.
+    assert "update/step_change" not in resumed_steps[1] and "update/step_change" in steps[1]
     again = run_grpo(cfg, tmp_path / "split", resume=True)  # already at its last step: nothing more to train
     assert len([r for r in read_metrics(tmp_path / "split") if r["stage"] == "grpo"]) == 2
     assert all(torch.equal(_adapter(again)[k], b[k]) for k in b)
@@ -278,7 +282,20 @@ def test_a_step_whose_advantages_are_all_zero_skips_the_update(tmp_path: Path, a
     (step,) = [r for r in read_metrics(tmp_path / "flat") if r["stage"] == "grpo"]
     assert step["reward/std"] == 0 and step["update/skipped_micro_batches"] == 2
     assert all(not v.any() for k, v in _adapter(flat).items() if "lora_B" in k)  # LoRA B starts at 0 and stayed
+    assert step["update/drift"] == 0 and step["update/max_abs_drift"] == 0
     moved = run_grpo(load_config(_config(tmp_path, **common, **{"reward.family": activity})), tmp_path / "moved")
     (step,) = [r for r in read_metrics(tmp_path / "moved") if r["stage"] == "grpo"]
     assert step["reward/std"] > 0 and step["update/skipped_micro_batches"] == 0
     assert any(v.any() for k, v in _adapter(moved).items() if "lora_B" in k)
+    assert step["update/drift"] > 0 and step["update/step_change"] == step["update/drift"]  # one step from the start
+    assert step["update/drift"] == pytest.approx(_relative_move(tmp_path / "moved", moved), rel=1e-4)
+
+
+def _relative_move(run: Path, adapter: Path) -> float:
+    """‖final − start‖ / ‖start‖ from the files: the saved start and the adapter the run wrote."""
+    start = load_file(str(run / "start-weights.safetensors"))
+    start_as_saved = {k.replace(".default.", "."): v for k, v in start.items()}  # peft drops the adapter name on save
+    saved = _adapter(adapter)
+    assert saved.keys() == start_as_saved.keys()
+    moved = sum(float((saved[k].float() - start_as_saved[k]).pow(2).sum()) for k in saved)
+    return (moved / sum(float(v.pow(2).sum()) for v in start.values())) ** 0.5

@@ -33,6 +33,7 @@ from evals.suites import load_suite
 from rewards.judges import build_judge
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
+from training.adapter_drift import AdapterDrift
 from training.config import TrainConfig, dump_config
 from training.distributed import Ranks, current_ranks
 from training.evaluation import eval_metrics
@@ -92,6 +93,7 @@ class GrpoSession:
         self.bf16 = False  # the update's autocast; set in attach, from policy.precision and the model's device
         self.bf16_rollout = False  # the hf sampler's autocast; set in attach likewise
         self.skipped_updates = 0  # micro-batches whose advantages were all 0 (no forward pass)
+        self.drift: AdapterDrift | None = None  # set in attach on rank 0, from the model before its first step
 
     def attach(self, trainer: Any, tokenizer: Any) -> None:
         """Build the sampler over the trainer's (wrapped) model."""
@@ -100,6 +102,8 @@ class GrpoSession:
         self.bf16 = uses_bf16(self.config, next(trainer.model.parameters()).device)
         self.sampler = rollout_sampler(self.config, trainer.model, tokenizer, self.secrets)
         self.bf16_rollout = bool(getattr(self.sampler, "bf16_autocast", False))  # as the sampler was built
+        if self.ranks.main:  # every rank holds the same (all-reduced) weights: rank 0 measures them
+            self.drift = AdapterDrift.for_run(trainer.model, self.out)
         self.runner = RolloutRunner(
             self.config,
             TimedModel(self.sampler, self.clocks["policy"]),
@@ -194,6 +198,8 @@ class GrpoSession:
         record.update(self.pending)
         record.update(merge_parity(self.parity))
         record["update/skipped_micro_batches"], self.skipped_updates = self.skipped_updates, 0
+        if self.drift is not None:
+            record.update(self.drift.measure(self.trainer.model))
         step_s = time.perf_counter() - self.step_started
         record["time/step_s"] = step_s
         record["time/update_s"] = max(0.0, step_s - record.get("time/rollout_s", 0.0) - record.get("time/eval_s", 0.0))
@@ -367,7 +373,7 @@ def _load_adapter(model: Any, checkpoint: Path) -> None:
 
 def _progress_line(config: TrainConfig, step: int, last: dict[str, Any]) -> str:
     parts = [f"step {step}/{config.steps}"]
-    for key, label in (("loss", "loss"), ("reward/mean", "reward"), ("detection_rate", "detect"), ("valid_tool_call_rate", "valid"), ("parity/mean_abs_dlogp", "|dlogp|"), ("time/step_s", "s")):
+    for key, label in (("loss", "loss"), ("reward/mean", "reward"), ("detection_rate", "detect"), ("valid_tool_call_rate", "valid"), ("parity/mean_abs_dlogp", "|dlogp|"), ("update/drift", "drift"), ("time/step_s", "s")):
         if key in last:
             parts.append(f"{label} {last[key]:.4g}")
     if "eval/grounded_rate" in last:

@@ -38,6 +38,7 @@ PANELS = (
     ("strategy_entropy_bits", "strategy entropy (bits)"),
     ("claim_rate", "reports that claim anything, quirks (share)"),
     ("eval/false_positive_rate", "held-out eval false positives (controls)"),
+    ("update/drift", "weights moved from the start (relative norm)"),
 )
 COLUMNS = 4
 
