@@ -160,6 +160,10 @@ def test_the_generated_suites_pick_only_generated_quirks(cache) -> None:  # type
     combos = expand(load_suite("generated-combinations"))  # `holdout: [combination]` keeps only those
     assert {c.quirk for c in combos if c.split != "control"} == {c.quirk for c in held if c.holdout == "combination"}
     assert len({c.quirk for c in combos if c.split != "control"}) == 18 and len([c for c in combos if c.split == "control"]) == 10
+    families = expand(load_suite("generated-families"))  # `holdout: [family]`: behaviours no train quirk has
+    assert {c.quirk for c in families if c.split != "control"} == {c.quirk for c in held if c.holdout == "family"}
+    assert len({c.family for c in families if c.split != "control"}) == 4
+    assert not {c.family for c in families if c.split != "control"} & {c.family for c in full if c.split == "train"}
     from evals.suites import SuiteGroup
 
     with pytest.raises(ValueError, match="'holdout' picks among held-out generated quirks"):
