@@ -54,3 +54,5 @@ def test_saved_adapters_compare_through_the_command(capsys: pytest.CaptureFixtur
     assert 0 < measured["update/drift"] < 0.05  # seven Adam steps at lr 5e-5 barely moved it
     assert main([str(WARM_START), str(GROUNDED_STEP_40)]) == 0
     assert f"drift {measured['update/drift']:.4f}" in capsys.readouterr().out
+    assert main([str(WARM_START), str(WARM_START.parent)]) == 2  # a run directory, not an adapter
+    assert "no adapter_model.safetensors" in capsys.readouterr().out

@@ -89,6 +89,9 @@ def adapter_distance(start: Path, end: Path) -> dict[str, float]:
     `AdapterDrift.measure` reports it: for runs whose metrics predate `update/drift`."""
     from safetensors.torch import load_file
 
+    for directory in (start, end):
+        if not (directory / "adapter_model.safetensors").is_file():
+            raise ValueError(f"{directory}: no adapter_model.safetensors (an adapter directory: OUT/final, OUT/checkpoint-N)")
     before, after = (load_file(str(p / "adapter_model.safetensors")) for p in (start, end))
     if before.keys() != after.keys():
         raise ValueError(f"{start} and {end} hold different parameters: not the same adapter")
@@ -107,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("end", type=Path, nargs="+", help="adapters the run saved (checkpoints, final)")
     args = parser.parse_args(argv)
     for end in args.end:
-        measured = adapter_distance(args.start, end)
+        try:
+            measured = adapter_distance(args.start, end)
+        except ValueError as exc:
+            print(f"error: {exc}")
+            return 2
         print(f"{end}: drift {measured['update/drift']:.4f}  largest move {measured['update/max_abs_drift']:.2e}")
     return 0
 
