@@ -39,10 +39,15 @@ def test_a_resumed_run_measures_from_its_saved_start(tmp_path: Path) -> None:
     with torch.no_grad():
         module.weight[0, 0] = 6.0  # training moved it; the bias is frozen and ignored
         module.bias.fill_(100.0)
-    resumed = AdapterDrift.for_run(module, tmp_path)  # as a resume finds OUT
+    resumed = AdapterDrift.for_run(module, tmp_path, resumed=True)  # as a resume finds OUT
     measured = resumed.measure(module)
     assert measured == {"update/drift": pytest.approx(3 / 5), "update/max_abs_drift": 3.0}  # no step change: unknown
     assert resumed.measure(module)["update/step_change"] == 0.0
+    # A run older than the metric has no saved start: the model's weights before the checkpoint loads are it.
+    older = tmp_path / "older"
+    older.mkdir()
+    assert AdapterDrift.for_run(_module(), older, resumed=True).measure(module)["update/drift"] == pytest.approx(3 / 5)
+    assert not list(older.glob("*.partial"))
     with pytest.raises(ValueError, match="not this run's start"):
         AdapterDrift.for_run(torch.nn.Linear(2, 2), tmp_path)
 
@@ -55,4 +60,4 @@ def test_saved_adapters_compare_through_the_command(capsys: pytest.CaptureFixtur
     assert main([str(WARM_START), str(GROUNDED_STEP_40)]) == 0
     assert f"drift {measured['update/drift']:.4f}" in capsys.readouterr().out
     assert main([str(WARM_START), str(WARM_START.parent)]) == 2  # a run directory, not an adapter
-    assert "no adapter_model.safetensors" in capsys.readouterr().out
+    assert "no adapter_model.safetensors" in capsys.readouterr().err

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from training.metrics import read_metrics
 
 pytest.importorskip("trl", reason="training needs the train extra")
 
@@ -69,6 +70,8 @@ def test_two_processes_run_the_one_process_rollouts_and_end_with_its_adapter(tmp
                                                              "rollouts.checkpoints.db-shm"}
     assert (out / "final" / "adapter_model.safetensors").is_file() and (out / "evals" / "final").is_dir()
     assert (out / "start-weights.safetensors").is_file()  # rank 0 measures how far the shared weights moved
+    assert all("update/drift" in r for r in read_metrics(out) if r["stage"] == "grpo")
+    assert not any("update/drift" in r for r in read_metrics(out / "rank-1"))
     assert two.stdout.count("step 2/2") == 1  # one progress line per step: rank 0's
 
     from safetensors.torch import load_file

@@ -163,6 +163,7 @@ def test_the_generated_suites_pick_only_generated_quirks(cache) -> None:  # type
     families = expand(load_suite("generated-families"))  # `holdout: [family]`: behaviours no train quirk has
     assert {c.quirk for c in families if c.split != "control"} == {c.quirk for c in held if c.holdout == "family"}
     assert len({c.family for c in families if c.split != "control"}) == 4
+    assert len([c for c in families if c.split != "control"]) == 48 and len([c for c in families if c.split == "control"]) == 3
     assert not {c.family for c in families if c.split != "control"} & {c.family for c in full if c.split == "train"}
     from evals.suites import SuiteGroup
 

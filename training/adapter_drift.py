@@ -14,6 +14,8 @@ on resume, so the drift of a resumed run is still measured from the run's own st
 from __future__ import annotations
 
 import math
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,26 +40,35 @@ class AdapterDrift:
         if not start:
             raise ValueError("no trainable parameters: nothing can drift")
         self.start = start
+        # An all-zero start (nothing trained yet and no init) has no scale: the drift is then absolute.
         self.start_norm = math.sqrt(sum(float(t.pow(2).sum()) for t in start.values())) or 1.0
-        # None on resume: the weights before its first step are the checkpoint's, loaded after this.
         self.previous: dict[str, torch.Tensor] | None = {name: t.clone() for name, t in start.items()}
 
     @classmethod
-    def for_run(cls, model: Any, out: Path) -> AdapterDrift:
-        """The run's start: read from OUT if a run there saved one, else taken from `model` and saved."""
+    def for_run(cls, model: Any, out: Path, resumed: bool = False) -> AdapterDrift:
+        """The run's start, read from OUT where the run saved one, else taken from `model` and saved.
+
+        Call it before the first step: `model` then holds the init adapter or the seeded fresh
+        LoRA, the start even of a resumed run whose older version saved none. `resumed` (a
+        checkpoint will be loaded after this) drops the first step's `update/step_change`: the
+        weights before that step are the checkpoint's, which this never sees."""
         from safetensors.torch import load_file, save_file
 
         path = out / START_FILE
         current = trainable_weights(model)
         if path.is_file():
-            saved = load_file(str(path))
-            if set(saved) != set(current):
+            start = load_file(str(path))
+            if set(start) != set(current):
                 raise ValueError(f"{path} holds other parameters than this model trains; it is not this run's start")
-            drift = cls(saved)
+        else:
+            start = current
+            partial = path.with_name(path.name + ".partial")  # a crash mid-write must not leave a torn start
+            save_file(start, str(partial))
+            os.replace(partial, path)
+        drift = cls(start)
+        if resumed:
             drift.previous = None
-            return drift
-        save_file(current, str(path))
-        return cls(current)
+        return drift
 
     def measure(self, model: Any) -> dict[str, float]:
         """`update/drift`: ‖θ − θ_start‖ / ‖θ_start‖; `update/step_change`: ‖θ − θ_last‖ / ‖θ_start‖;
@@ -113,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             measured = adapter_distance(args.start, end)
         except ValueError as exc:
-            print(f"error: {exc}")
+            print(f"error: {exc}", file=sys.stderr)
             return 2
         print(f"{end}: drift {measured['update/drift']:.4f}  largest move {measured['update/max_abs_drift']:.2e}")
     return 0

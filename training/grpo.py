@@ -77,6 +77,7 @@ class GrpoSession:
     ) -> None:
         # `out` is this rank's own directory (training.distributed): rollouts, store, metrics.
         self.config, self.out, self.secrets, self.ranks = config, out, secrets, ranks
+        self.resume_step = resume_step
         self.loop = asyncio.new_event_loop()
         self.clocks = {"policy": BusyClock(), "target": BusyClock(), "judge": BusyClock()}
         self.judge = TimedModel(build_judge(config.reward.judge, secrets), self.clocks["judge"], "evaluate")
@@ -93,17 +94,17 @@ class GrpoSession:
         self.bf16 = False  # the update's autocast; set in attach, from policy.precision and the model's device
         self.bf16_rollout = False  # the hf sampler's autocast; set in attach likewise
         self.skipped_updates = 0  # micro-batches whose advantages were all 0 (no forward pass)
-        self.drift: AdapterDrift | None = None  # set in attach on rank 0, from the model before its first step
+        self.drift: AdapterDrift | None = None  # set in attach on rank 0 (AdapterDrift.for_run: the run's start)
 
     def attach(self, trainer: Any, tokenizer: Any) -> None:
-        """Build the sampler over the trainer's (wrapped) model."""
+        """Build the sampler over the trainer's (wrapped) model, and (rank 0) note the run's start weights."""
         self.trainer = trainer
         self.eos_id = int(tokenizer.eos_token_id)
         self.bf16 = uses_bf16(self.config, next(trainer.model.parameters()).device)
         self.sampler = rollout_sampler(self.config, trainer.model, tokenizer, self.secrets)
         self.bf16_rollout = bool(getattr(self.sampler, "bf16_autocast", False))  # as the sampler was built
         if self.ranks.main:  # every rank holds the same (all-reduced) weights: rank 0 measures them
-            self.drift = AdapterDrift.for_run(trainer.model, self.out)
+            self.drift = AdapterDrift.for_run(trainer.model, self.out, resumed=bool(self.resume_step))
         self.runner = RolloutRunner(
             self.config,
             TimedModel(self.sampler, self.clocks["policy"]),

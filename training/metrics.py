@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from scaffold.specs import SpecError
+from training.adapter_drift import START_FILE
 
 
 class MetricsLog:
@@ -43,7 +44,7 @@ class MetricsLog:
             self._writer.close()
 
 
-RUN_FILES = ("metrics.jsonl", "config.yaml", "rollouts.jsonl", "rollouts.db", "evals")
+RUN_FILES = ("metrics.jsonl", "config.yaml", "rollouts.jsonl", "rollouts.db", "evals", START_FILE)
 
 
 def refuse_earlier_run(out: Path, hint: str) -> None:
