@@ -283,12 +283,17 @@ def test_a_step_whose_advantages_are_all_zero_skips_the_update(tmp_path: Path, a
     assert step["reward/std"] == 0 and step["update/skipped_micro_batches"] == 2
     assert all(not v.any() for k, v in _adapter(flat).items() if "lora_B" in k)  # LoRA B starts at 0 and stayed
     assert step["update/drift"] == 0 and step["update/max_abs_drift"] == 0
+    assert not [k for k in step if k.startswith("update/grad_")]  # no gradient: nothing to measure
     moved = run_grpo(load_config(_config(tmp_path, **common, **{"reward.family": activity})), tmp_path / "moved")
     (step,) = [r for r in read_metrics(tmp_path / "moved") if r["stage"] == "grpo"]
     assert step["reward/std"] > 0 and step["update/skipped_micro_batches"] == 0
     assert any(v.any() for k, v in _adapter(moved).items() if "lora_B" in k)
     assert step["update/drift"] > 0 and step["update/step_change"] == step["update/drift"]  # one step from the start
     assert step["update/drift"] == pytest.approx(_relative_move(tmp_path / "moved", moved), rel=1e-4)
+    # The noise measure splits the step's gradient (its norm as the trainer clipped it) into signal and the
+    # noise's share over its two micro-batches: |G|² + tr(Σ)/n is the accumulated gradient's |g|².
+    assert step["update/grad_noise_trace"] > 0
+    assert step["update/grad_signal_sq"] + step["update/grad_noise_trace"] / 2 == pytest.approx(step["grad_norm"] ** 2, rel=1e-3)
 
 
 def _relative_move(run: Path, adapter: Path) -> float:

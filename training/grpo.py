@@ -37,6 +37,7 @@ from training.adapter_drift import AdapterDrift
 from training.config import TrainConfig, dump_config
 from training.distributed import Ranks, current_ranks
 from training.evaluation import eval_metrics
+from training.gradient_noise import GradientNoise
 from training.metrics import (
     BusyClock,
     MetricsLog,
@@ -95,6 +96,8 @@ class GrpoSession:
         self.bf16_rollout = False  # the hf sampler's autocast; set in attach likewise
         self.skipped_updates = 0  # micro-batches whose advantages were all 0 (no forward pass)
         self.drift: AdapterDrift | None = None  # set in attach on rank 0 (AdapterDrift.for_run: the run's start)
+        # Per-micro-batch gradients are this process's own only when it is the only one.
+        self.noise: GradientNoise | None = GradientNoise() if ranks.world == 1 else None
 
     def attach(self, trainer: Any, tokenizer: Any) -> None:
         """Build the sampler over the trainer's (wrapped) model, and (rank 0) note the run's start weights."""
@@ -201,6 +204,8 @@ class GrpoSession:
         record["update/skipped_micro_batches"], self.skipped_updates = self.skipped_updates, 0
         if self.drift is not None:
             record.update(self.drift.measure(self.trainer.model))
+        if self.noise is not None:
+            record.update(self.noise.summary())
         step_s = time.perf_counter() - self.step_started
         record["time/step_s"] = step_s
         record["time/update_s"] = max(0.0, step_s - record.get("time/rollout_s", 0.0) - record.get("time/eval_s", 0.0))
@@ -374,7 +379,7 @@ def _load_adapter(model: Any, checkpoint: Path) -> None:
 
 def _progress_line(config: TrainConfig, step: int, last: dict[str, Any]) -> str:
     parts = [f"step {step}/{config.steps}"]
-    for key, label in (("loss", "loss"), ("reward/mean", "reward"), ("detection_rate", "detect"), ("valid_tool_call_rate", "valid"), ("parity/mean_abs_dlogp", "|dlogp|"), ("update/drift", "drift"), ("time/step_s", "s")):
+    for key, label in (("loss", "loss"), ("reward/mean", "reward"), ("detection_rate", "detect"), ("valid_tool_call_rate", "valid"), ("parity/mean_abs_dlogp", "|dlogp|"), ("update/drift", "drift"), ("update/grad_snr", "grad snr"), ("time/step_s", "s")):
         if key in last:
             parts.append(f"{label} {last[key]:.4g}")
     if "eval/grounded_rate" in last:

@@ -39,6 +39,7 @@ PANELS = (
     ("claim_rate", "reports that claim anything, quirks (share)"),
     ("eval/false_positive_rate", "held-out eval false positives (controls)"),
     ("update/drift", "weights moved from the start (relative norm)"),
+    ("update/grad_snr", "step gradient signal-to-noise (below 0: noise)"),
 )
 COLUMNS = 4
 

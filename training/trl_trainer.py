@@ -1,7 +1,8 @@
 """TRL's GRPOTrainer, adapted to audits: logprob parity on the loss's own forward pass,
-importance correction for an external (vLLM) sampler, and a CPU logprob path.
+importance correction for an external (vLLM) sampler, a CPU logprob path, and each
+micro-batch's gradient handed to the gradient-noise measure (training/gradient_noise.py).
 
-`AuditGRPOTrainer` subclasses TRL's trainer and changes three hooks; everything else
+`AuditGRPOTrainer` subclasses TRL's trainer and overrides a few of its hooks; everything else
 (loss types, clipping, KL, optimizer, checkpoints, resume) is TRL's own.
 """
 
@@ -67,6 +68,12 @@ def trainer_class() -> type:
                 output["old_per_token_logps"] = old
                 output["importance_sampling_ratio"] = torch.exp(delta).clamp(max=sampler.importance_cap)
             return output
+
+        def training_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> torch.Tensor:
+            loss = super().training_step(model, inputs, num_items_in_batch)
+            if self.session.noise is not None:  # one process: this micro-batch's own contribution
+                self.session.noise.observe(model)
+            return loss
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
             if self.beta == 0 and not bool(torch.any(inputs["advantages"] != 0)):
