@@ -15,6 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from audit.context import EXIT_FAILED, QUIRKS_HELP, CliContext, cli_context
 from scaffold.specs import SpecError
 
+# Overrides `--resume` accepts besides eval.*: `steps` (--steps) and `save_every`, neither of which changes what is trained.
+RESUMABLE_CHANGES = ("steps", "save_every")
+
 if TYPE_CHECKING:  # training.metrics imports torch; `audit --help` must not
     from training.metrics import ProgressSink
 
@@ -45,7 +48,8 @@ def train_command(
         None, "--stage", help="grpo (default) or sft: the warm start on stored transcripts (sft.data) before GRPO."
     ),
     resume: Optional[Path] = typer.Option(
-        None, "--resume", help="Continue the GRPO or SFT run in this directory from its last checkpoint, with its saved config."
+        None, "--resume", help="Continue the GRPO or SFT run in this directory from its last checkpoint, with its saved config "
+        "(--steps, --set save_every=N and --set eval.* may change it)."
     ),
     steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Override the config's number of optimizer steps."),
     init_adapter: Optional[Path] = typer.Option(
@@ -87,9 +91,13 @@ def train_command(
             saved = resume / "config.yaml"
             if not saved.exists():
                 fail(f"{resume}: no training run to resume (no config.yaml)")
-            changed = [k for k in overrides if k != "steps" and not k.startswith("eval.")]
+            # What a resume may change: how long, how often it checkpoints, and its evals; nothing that trains.
+            changed = [k for k in overrides if k not in RESUMABLE_CHANGES and not k.startswith("eval.")]
             if changed:
-                fail(f"--resume continues the run as configured; only --steps and eval.* may change (not {', '.join(changed)})")
+                fail(
+                    f"--resume continues the run as configured; only {', '.join(RESUMABLE_CHANGES)} and eval.* may change "
+                    f"(not {', '.join(changed)})"
+                )
             cfg = load_config(saved, overrides)
             out_dir = resume
         else:

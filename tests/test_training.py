@@ -83,6 +83,23 @@ def test_cpu_smoke_cli_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
     assert table[3].startswith("| grounded (the run's) | ") and table[4].startswith("| grounded | "), table
 
 
+def test_a_resumed_run_may_checkpoint_more_often_but_not_train_differently(tmp_path: Path) -> None:
+    """A run that must stop at a given time can resume with checkpoints every step; `save_every`
+    is the one training knob a resume takes, because it changes nothing the run learns."""
+    packaged_tokenizer()
+    out = tmp_path / "run"
+    first = run_audit_cli("train", "--config", str(SMOKE), "--out", str(out), "--steps", "1",
+                          "--set", "save_every=5", "--set", "eval.at_end=false", "--set", "tasks.max_turns=1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-1"]  # the last step always saves
+    refused = run_audit_cli("train", "--resume", str(out), "--steps", "3", "--set", "lr=0.1")
+    assert refused.returncode == 2 and "only steps, save_every and eval.* may change (not lr)" in refused.stderr
+    resumed = run_audit_cli("train", "--resume", str(out), "--steps", "3", "--set", "save_every=1")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    # Without the new save_every, step 2 (neither a multiple of 5 nor the last) would have no checkpoint.
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
+
+
 def _adapter(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(path / "adapter_model.safetensors"))
 

@@ -310,6 +310,11 @@ def run_grpo(
     trainer_class = make_trainer_class()
 
     class StepCallback(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            # A resumed run reads save_steps back from its checkpoint's trainer state; the config's
+            # `save_every`, which a resume may change, is the one to follow.
+            state.save_steps = args.save_steps
+
         def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
             every = config.eval.every
             # Rank 0 evaluates; the others wait for it at the next step's gradient all-reduce.
