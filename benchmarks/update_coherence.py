@@ -139,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     vectors = [torch.cat([weights[n].flatten() for n in names]) for weights in (start, *saved)]
     observed = window_cosines(vectors)
     nulls = {signal: adam_null(updates, signal, args.dim, args.trials) for signal in (0.0, 0.3, 1.0)}
-    labels = [f"steps {low + 1}-{high} ({n} updates)" for low, high, n in zip(bounds, bounds[1:], updates, strict=False)]
+    labels = [
+        (f"step {high}" if high == low + 1 else f"steps {low + 1}-{high}") + f" ({n} updates)"
+        for low, high, n in zip(bounds, bounds[1:], updates, strict=False)
+    ]
     print("windows: " + "; ".join(f"{i}: {label}" for i, label in enumerate(labels)))
     print("| windows | run | Adam on noise | signal/noise 0.3 | signal/noise 1 |")
     print("|---|---|---|---|---|")
