@@ -29,25 +29,18 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from training.adapter_drift import load_adapter_weights  # noqa: E402
+from training.grpo import checkpoint_step  # noqa: E402
 from training.metrics import read_metrics  # noqa: E402
 
 ADAPTER = "adapter_model.safetensors"
 
 
-def load_adapter(path: Path) -> dict[str, torch.Tensor]:
-    """An adapter's weights (a directory holding ADAPTER, or a safetensors file), named as peft saves them."""
-    from safetensors.torch import load_file
-
-    file = path if path.suffix == ".safetensors" else path / ADAPTER
-    if not file.is_file():
-        raise ValueError(f"{path}: no {ADAPTER} (an adapter directory: a warm start, OUT/checkpoint-N)")
-    # The trainer's own start file keeps peft's adapter name (".default."); saved adapters drop it.
-    return {k.replace(".default.", "."): v.float() for k, v in load_file(str(file)).items()}
-
-
 def checkpoints(run: Path) -> list[tuple[int, Path]]:
     """RUN's checkpoint directories, by step."""
-    found = sorted((int(p.name.removeprefix("checkpoint-")), p) for p in run.glob("checkpoint-*") if (p / ADAPTER).is_file())
+    found = sorted(
+        (step, p) for p in run.glob("checkpoint-*") if (step := checkpoint_step(p)) is not None and (p / ADAPTER).is_file()
+    )
     if not found:
         raise ValueError(f"{run}: no checkpoint-N/{ADAPTER}")
     return found
@@ -127,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         found = checkpoints(args.run)
         bounds = [0, *(step for step, _ in found)]
         updates = updates_per_window(args.run, bounds)
-        start = load_adapter(args.start)
-        saved = [load_adapter(path) for _, path in found]
+        start = load_adapter_weights(args.start)
+        saved = [load_adapter_weights(path) for _, path in found]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

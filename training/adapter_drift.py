@@ -95,19 +95,26 @@ class AdapterDrift:
         return measured
 
 
-def adapter_distance(start: Path, end: Path) -> dict[str, float]:
-    """The drift between two saved adapters (directories with adapter_model.safetensors), as
-    `AdapterDrift.measure` reports it: for runs whose metrics predate `update/drift`."""
+def load_adapter_weights(path: Path) -> dict[str, torch.Tensor]:
+    """A saved adapter's weights in fp32: a directory holding adapter_model.safetensors (OUT/final,
+    OUT/checkpoint-N, a warm start) or a .safetensors file (OUT/START_FILE), named as peft saves
+    them. The trainer's own START_FILE keeps peft's adapter name (".default."); saved adapters drop it."""
     from safetensors.torch import load_file
 
-    for directory in (start, end):
-        if not (directory / "adapter_model.safetensors").is_file():
-            raise ValueError(f"{directory}: no adapter_model.safetensors (an adapter directory: OUT/final, OUT/checkpoint-N)")
-    before, after = (load_file(str(p / "adapter_model.safetensors")) for p in (start, end))
+    file = path if path.suffix == ".safetensors" else path / "adapter_model.safetensors"
+    if not file.is_file():
+        raise ValueError(f"{path}: no adapter_model.safetensors (an adapter directory: OUT/final, OUT/checkpoint-N)")
+    return {name.replace(".default.", "."): t.float() for name, t in load_file(str(file)).items()}
+
+
+def adapter_distance(start: Path, end: Path) -> dict[str, float]:
+    """The drift between two saved adapters (`load_adapter_weights`), as `AdapterDrift.measure`
+    reports it: for runs whose metrics predate `update/drift`."""
+    before, after = load_adapter_weights(start), load_adapter_weights(end)
     if before.keys() != after.keys():
         raise ValueError(f"{start} and {end} hold different parameters: not the same adapter")
-    drift = AdapterDrift({name: t.float() for name, t in before.items()})
-    measured = drift.measure_weights({name: t.float() for name, t in after.items()})
+    drift = AdapterDrift(before)
+    measured = drift.measure_weights(after)
     measured.pop("update/step_change", None)
     return measured
 

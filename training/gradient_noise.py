@@ -50,8 +50,8 @@ class GradientNoise:
         self._reset()
 
     def _reset(self) -> None:
-        self.previous: torch.Tensor | None = None  # the accumulated gradient after the last micro-batch
-        self.total: torch.Tensor | None = None
+        # The accumulated gradient after the last micro-batch: the sum of the contributions so far.
+        self.previous: torch.Tensor | None = None
         self.squares = 0.0
         self.count = 0
 
@@ -60,14 +60,13 @@ class GradientNoise:
         accumulated = flat_gradients(model)
         contribution = accumulated if self.previous is None else accumulated - self.previous
         self.previous = accumulated
-        self.total = accumulated  # the step's gradient so far is the sum of the contributions
         self.squares += float(contribution.pow(2).sum())
         self.count += 1
 
     def summary(self) -> dict[str, float]:
         """The step's noise metrics (module docstring), and a fresh start for the next step.
         Empty when fewer than two micro-batches were seen, or none had a gradient."""
-        count, squares, total = self.count, self.squares, self.total
+        count, squares, total = self.count, self.squares, self.previous
         self._reset()
         if count < 2 or total is None or squares == 0.0:
             return {}
