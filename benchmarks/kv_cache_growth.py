@@ -18,7 +18,6 @@ with each cache, and checks that both sampled the same ids.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
@@ -30,14 +29,10 @@ from transformers import DynamicCache
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.interleaved import interleaved_medians  # noqa: E402
-from scaffold.messages import GenerateConfig, Message  # noqa: E402
+from benchmarks.provider_replies import concurrent_replies  # noqa: E402
 from scaffold.providers import growing_cache as growing_module  # noqa: E402
 from scaffold.providers.growing_cache import growing_cache  # noqa: E402
-from scaffold.providers.hf_local import build  # noqa: E402
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model  # noqa: E402
-from scaffold.secrets import SecretRegistry  # noqa: E402
-from scaffold.specs import ModelSpec  # noqa: E402
-from scaffold.tools import AUDITOR_TOOLS  # noqa: E402
 
 
 def run_passes(model: Any, prefix: list[tuple[torch.Tensor, torch.Tensor]], make_cache: Callable[[Any], Any],
@@ -64,25 +59,11 @@ def concat_cache(layers: Any = ()) -> DynamicCache:
 
 def provider_replies(count: int, max_tokens: int) -> None:
     """`count` concurrent constrained replies with each cache: seconds and whether the ids agree."""
-    spec = ModelSpec(provider="hf", model="smollm2-135m", max_tokens=max_tokens,
-                     extra={"constrained": True, "max_calls_per_turn": 6, "max_batch_size": count})
-    tools = [tool.definition for tool in AUDITOR_TOOLS.values()]
-    manual = " ".join(["You are auditing a model for hidden behaviours; probe it with ordinary requests."] * 60)
-
-    async def replies() -> list[list[int]]:
-        chat = build(spec, SecretRegistry())
-        messages = [[Message(role="system", content=manual), Message(role="user", content=f"Audit {i}: begin.")]
-                    for i in range(count)]
-        done = await asyncio.gather(*(chat.generate(m, tools, GenerateConfig(temperature=1.0, seed=i))
-                                      for i, m in enumerate(messages)))
-        return [r.tokens.completion_ids for r in done]
-
     results: dict[str, tuple[float, list[list[int]]]] = {}
     for name, maker in (("concat", concat_cache), ("growing", growing_cache)):
         growing_module.growing_cache = maker  # hf_local imports it by name at each decode
-        started = time.perf_counter()
-        ids = asyncio.run(replies())
-        results[name] = (time.perf_counter() - started, ids)
+        seconds, records, _ = concurrent_replies(count, max_tokens)
+        results[name] = (seconds, [r.completion_ids for r in records])
     growing_module.growing_cache = growing_cache
     (concat_s, concat_ids), (growing_s, growing_ids) = results["concat"], results["growing"]
     tokens = sum(len(i) for i in growing_ids)

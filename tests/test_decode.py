@@ -38,18 +38,22 @@ def test_forced_runs_cost_no_pass_of_their_own_and_keep_exact_logprobs() -> None
         assert max(abs(a - b) for a, b in zip(record.completion_logprobs, expected, strict=True)) < 1e-4
 
 
-async def _together_and_alone(chat_options: dict) -> tuple[list, list]:
+async def _together_and_alone(chat_options: dict) -> tuple[list, list, int]:
     configs = [GenerateConfig(temperature=1.0, seed=seed) for seed in range(4)]
     texts = ["Begin.", "Start the audit now, please.", "Go", "The target is ready for you; take your time."]
     chat = tiny_chat(**chat_options)
     together = await asyncio.gather(*(chat.generate(_messages(t), TOOLS, c) for t, c in zip(texts, configs, strict=True)))
     assert chat.batcher.batch_sizes[-1] == 4
     alone = [await tiny_chat(**chat_options).generate(_messages(t), TOOLS, c) for t, c in zip(texts, configs, strict=True)]
-    return [r.tokens for r in together], [r.tokens for r in alone]
+    return [r.tokens for r in together], [r.tokens for r in alone], chat.compactions
 
 
 def test_a_batch_of_rows_with_different_forced_runs_decodes_as_each_alone() -> None:
-    together, alone = asyncio.run(_together_and_alone({"max_tokens": 200, "constrained": True, "max_calls_per_turn": 2}))
+    """Also when rows that finished leave the batch and the padding between the others'
+    tokens is squeezed out of the cache on the way (compactions)."""
+    together, alone, compactions = asyncio.run(
+        _together_and_alone({"max_tokens": 200, "constrained": True, "max_calls_per_turn": 2}))
+    assert compactions >= 1
     for t, a in zip(together, alone, strict=True):
         assert t.completion_ids == a.completion_ids and t.completion_mask == a.completion_mask
         assert max(abs(x - y) for x, y in zip(t.completion_logprobs, a.completion_logprobs, strict=True)) < 1e-4

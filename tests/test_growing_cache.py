@@ -9,7 +9,7 @@ from typing import Any
 from hf_fixtures import tiny_model, torch
 from transformers import DynamicCache
 
-from scaffold.providers.growing_cache import GrowingLayer, growing_cache
+from scaffold.providers.growing_cache import GrowingLayer, gather_rows, growing_cache, is_growing
 
 
 def _passes(cache: Any, chunks: list[torch.Tensor], mask: torch.Tensor) -> tuple[list[torch.Tensor], list[int]]:
@@ -67,3 +67,22 @@ def test_a_growing_cache_holds_a_reused_prefix_and_survives_batch_selection_and_
         logits[name] = out
     for e, g in zip(logits["concat"], logits["growing"], strict=True):
         torch.testing.assert_close(g, e, rtol=0, atol=1e-5)
+
+
+def test_gather_rows_keeps_the_chosen_rows_columns_left_padded_with_zeros_and_room_to_grow() -> None:
+    generator = torch.Generator().manual_seed(3)
+    layers = [(torch.randn(3, 2, 10, 4, generator=generator), torch.randn(3, 2, 10, 4, generator=generator)) for _ in range(2)]
+    source = growing_cache(layers)
+    rows = [(2, [1, 4, 5, 9]), (0, [7, 8])]  # row 1 left; row 2's tokens had padding between them
+    gathered, width = gather_rows(source, rows)
+    assert width == 4 and is_growing(gathered) and not is_growing(DynamicCache())
+    for (keys, values), layer in zip(layers, gathered.layers, strict=True):
+        assert layer.keys.shape == (2, 2, 4, 4) and layer.values.shape == (2, 2, 4, 4)
+        assert torch.equal(layer.keys[0], keys[2][:, [1, 4, 5, 9]]) and torch.equal(layer.values[0], values[2][:, [1, 4, 5, 9]])
+        assert torch.equal(layer.keys[1, :, 2:], keys[0][:, [7, 8]]) and torch.equal(layer.values[1, :, 2:], values[0][:, [7, 8]])
+        assert not layer.keys[1, :, :2].any() and not layer.values[1, :, :2].any()  # padding is zeros, never garbage
+    # It grows in place like any growing layer: the next pass's keys land after the gathered ones.
+    pointer = gathered.layers[0].keys.data_ptr()
+    new = torch.ones(2, 2, 1, 4)
+    keys, _ = gathered.layers[0].update(new, new)
+    assert keys.shape[2] == 5 and keys.data_ptr() == pointer and torch.equal(keys[:, :, 4:], new)

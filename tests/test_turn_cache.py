@@ -5,9 +5,11 @@ on the tiny random Llama; mixed batches (continuing, fresh and unrelated rows) t
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from hf_fixtures import packaged_tokenizer, tiny_model
 
+from scaffold.providers import decode
 from scaffold.providers.decode import DecodeRequest as _Request
 from scaffold.providers.hf_local import LocalChatModel
 from scaffold.providers.turn_cache import TurnCache, shared_length
@@ -73,6 +75,35 @@ def test_a_batch_mixing_continuing_fresh_and_unrelated_rows_decodes_the_same() -
     for temperature in (0.0, 1.0):
         _same(_decode(full, batch, temperature), _decode(cached, batch, temperature))
     assert cached._turns is not None and cached._turns.hits >= 1
+
+
+def test_rows_that_leave_the_batch_early_keep_their_kv_for_the_next_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row that finished is dropped from the batch mid-decode (its KV copied out first) and
+    the others are re-laid without padding: the next turn still continues every conversation
+    from its cache, and decodes as a batch that never re-laid and prefilled everything."""
+    lengths = [3, 12, 7]  # rows finish at different passes
+
+    def turns(chat: LocalChatModel, compact_below: float) -> list[list]:
+        monkeypatch.setattr(decode, "COMPACT_BELOW", compact_below)
+        prompts, done_turns = [list(p) for p in FIRST], []
+        for turn in range(3):
+            requests = [_Request(p, n, 1.0, 10 * turn + i) for i, (p, n) in enumerate(zip(prompts, lengths, strict=True))]
+            done = chat._run_batch(requests)
+            done_turns.append(done)
+            prompts = [p + d.ids + a for p, d, a in zip(prompts, done, ANSWERS, strict=True)]
+        return done_turns
+
+    full, cached = _chat(0), _chat(64)
+    expected, got = turns(full, 0.0), turns(cached, 0.999)  # never re-lay; re-lay at every chance
+    for e, g in zip(expected, got, strict=True):
+        _same(e, g)
+    assert full.compactions == 0 and cached.compactions >= 3  # at least once a turn
+    # Each later turn reuses its conversation's whole previous prompt and reply but the last
+    # id: the early leavers' too (not just the system prompt another row shares).
+    first, second = ([d.ids for d in turn] for turn in got[:2])
+    expected_reuse = sum(len(p) + len(d) - 1 for p, d in zip(FIRST, first, strict=True))
+    expected_reuse += sum(len(p) + len(d1) + len(a) + len(d2) - 1 for p, d1, a, d2 in zip(FIRST, first, ANSWERS, second, strict=True))
+    assert cached._turns is not None and cached._turns.hits == 6 and cached._turns.reused_tokens == expected_reuse
 
 
 def test_new_weights_empty_the_cache() -> None:

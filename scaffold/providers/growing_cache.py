@@ -15,7 +15,7 @@ cropping keeps the view of the same buffer.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import torch
 from transformers import DynamicCache
@@ -46,6 +46,26 @@ class GrowingLayer(DynamicLayer):
         self.keys = self._key_buffer[:, :, :total]
         self.values = self._value_buffer[:, :, :total]
         return self.keys, self.values
+
+    @classmethod
+    def of_rows(cls, keys: torch.Tensor, values: torch.Tensor, rows: Sequence[tuple[int, torch.Tensor]], width: int) -> GrowingLayer:
+        """A layer whose row j holds columns `rows[j][1]` of batch row `rows[j][0]` of `keys` and
+        `values`, left-padded with zeros to `width` (padding must stay finite: it is masked, and
+        a masked NaN still poisons the softmax), in one copy, with room to grow."""
+        room = width + max(MIN_ROOM, width // 4)
+        key_buffer = keys.new_empty((len(rows), keys.shape[1], room, keys.shape[-1]))
+        value_buffer = values.new_empty((len(rows), values.shape[1], room, values.shape[-1]))
+        for j, (row, columns) in enumerate(rows):
+            start = width - columns.numel()
+            key_buffer[j, :, :start] = 0
+            value_buffer[j, :, :start] = 0
+            key_buffer[j, :, start:width] = keys[row].index_select(1, columns)
+            value_buffer[j, :, start:width] = values[row].index_select(1, columns)
+        layer = cls()
+        layer.lazy_initialization(key_buffer, value_buffer)
+        layer._key_buffer, layer._value_buffer = key_buffer, value_buffer
+        layer.keys, layer.values = key_buffer[:, :, :width], value_buffer[:, :, :width]
+        return layer
 
     def reset(self) -> None:
         self._key_buffer = self._value_buffer = None
@@ -88,3 +108,23 @@ def growing_cache(layers: Iterable[tuple[torch.Tensor, torch.Tensor]] = ()) -> D
         layer.update(keys, values)
         cache.layers.append(layer)
     return cache
+
+
+def is_growing(cache: Any) -> bool:
+    """Whether `cache` is a `growing_cache` (every layer a `GrowingLayer`): one `gather_rows` can re-lay."""
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(isinstance(layer, GrowingLayer) for layer in layers)
+
+
+def gather_rows(cache: DynamicCache, rows: Sequence[tuple[int, Sequence[int]]]) -> tuple[DynamicCache, int]:
+    """A new growing cache whose row j holds only the columns `rows[j][1]` of the old cache's
+    row `rows[j][0]`, left-padded to the longest: rows that left are gone and padding between
+    a row's tokens is squeezed out. Returns it and its width."""
+    width = max(len(columns) for _, columns in rows)
+    device = cache.layers[0].keys.device
+    indexed = [(row, torch.tensor(list(columns), dtype=torch.long, device=device)) for row, columns in rows]
+    gathered = DynamicCache()
+    gathered.layer_class_to_replicate = GrowingLayer
+    for layer in cache.layers:
+        gathered.layers.append(GrowingLayer.of_rows(layer.keys, layer.values, indexed, width))
+    return gathered, width

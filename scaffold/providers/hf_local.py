@@ -68,7 +68,7 @@ from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_l
 from scaffold.providers.precision import autocast
 from scaffold.providers.prefix_cache import PrefixCache
 from scaffold.providers.token_prompts import PromptBuilder, end_of_turn_ids, token_response, tools_key
-from scaffold.providers.turn_cache import Layers, TurnCache, padded_cache, row_layers
+from scaffold.providers.turn_cache import Layers, TurnCache, padded_cache
 from scaffold.quotable import copy_quotes_field, max_request_quotes_field
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import ModelSpec, SpecError, describe_validation_error
@@ -166,6 +166,7 @@ class LocalChatModel:
         self.temperature = model_default if temperature is None else temperature
         self.stop_ids = _stop_ids(model, tokenizer)
         self.forward_passes = 0  # decode passes so far (a pass reads a chunk of each row)
+        self.compactions = 0  # times a decode re-laid its batch (finished rows dropped, padding squeezed out)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids)
         # transformers 5.x renamed `past_key_values` to `cache` (argument and output field).
@@ -326,14 +327,15 @@ class LocalChatModel:
             device=device,
             new_generator=lambda seed: _generator(seed, device),
             abandoned=batch_abandoned,
+            keep_kv=self._turns is not None,
         )
         self.forward_passes += result.passes
-        if self._turns is not None and result.cache is not None:
-            for i, row in enumerate(result.rows):
+        self.compactions += result.compactions
+        if self._turns is not None:
+            for row in result.rows:
                 # The row's cache columns hold its prompt and all but its last id.
-                if len(row.ids) >= 2:
-                    positions = torch.tensor(row.columns, device=device)
-                    self._turns.store(row.request.prompt_ids + row.ids[:-1], row_layers(result.cache, i, positions), key)
+                if row.kv is not None and len(row.ids) >= 2:
+                    self._turns.store(row.request.prompt_ids + row.ids[:-1], row.kv, key)
         return [row.completion(version) for row in result.rows]
 
     def _reused_kv(self, prompts: list[list[int]], key: object) -> tuple[list[tuple[int, Layers]], Any, list[list[int]]]:
