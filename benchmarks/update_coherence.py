@@ -62,8 +62,7 @@ def updates_per_window(run: Path, bounds: list[int]) -> list[int]:
 def _micro_batches_per_step(run: Path) -> int:
     from training.config import load_config
 
-    config = load_config(run / "config.yaml")
-    return config.rollouts_per_step // config.micro_batch_size
+    return load_config(run / "config.yaml").micro_batches_per_step()
 
 
 def window_cosines(vectors: list[torch.Tensor]) -> dict[tuple[int, int], float]:

@@ -336,6 +336,16 @@ class TrainConfig(_Strict):
     def rollouts_per_step(self) -> int:
         return self.group_size * self.prompts_per_step
 
+    def micro_batches_per_step(self, world: int = 1) -> int:
+        """Backward passes each of `world` processes makes per optimizer step (gradient accumulation)."""
+        per_round = self.micro_batch_size * world
+        if self.rollouts_per_step % per_round:
+            raise SpecError(
+                f"rollouts_per_step {self.rollouts_per_step} (group_size x prompts_per_step) must be a multiple of "
+                f"micro_batch_size x processes = {self.micro_batch_size} x {world}"
+            )
+        return self.rollouts_per_step // per_round
+
 
 def load_config(path: str | Path, overrides: dict[str, object] | None = None) -> TrainConfig:
     """Read and validate a training config; SpecError names the bad field."""

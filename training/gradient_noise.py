@@ -31,15 +31,16 @@ import torch
 
 
 def flat_gradients(model: Any) -> torch.Tensor:
-    """Every trainable parameter's gradient, flattened to one fp32 CPU vector (None counts as 0)."""
-    parts = [
-        (p.grad.detach().to("cpu", torch.float32) if p.grad is not None else torch.zeros(p.numel())).flatten()
-        for p in model.parameters()
-        if p.requires_grad
-    ]
-    if not parts:
+    """Every trainable parameter's gradient, flattened to one fp32 vector on the parameters'
+    device (None counts as 0). It stays there: on a GPU a copy to the host after every
+    micro-batch would be a device sync."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    if not trainable:
         raise ValueError("no trainable parameters: there is no gradient to measure")
-    return torch.cat(parts)
+    return torch.cat([
+        (p.grad.detach().to(torch.float32) if p.grad is not None else torch.zeros(p.numel(), device=p.device)).flatten()
+        for p in trainable
+    ])
 
 
 class GradientNoise:
@@ -52,7 +53,7 @@ class GradientNoise:
     def _reset(self) -> None:
         # The accumulated gradient after the last micro-batch: the sum of the contributions so far.
         self.previous: torch.Tensor | None = None
-        self.squares = 0.0
+        self.squares: torch.Tensor | float = 0.0  # Σ|c_i|², a device tensor until `summary` reads it
         self.count = 0
 
     def observe(self, model: Any) -> None:
@@ -60,13 +61,13 @@ class GradientNoise:
         accumulated = flat_gradients(model)
         contribution = accumulated if self.previous is None else accumulated - self.previous
         self.previous = accumulated
-        self.squares += float(contribution.pow(2).sum())
+        self.squares = self.squares + contribution.pow(2).sum()
         self.count += 1
 
     def summary(self) -> dict[str, float]:
         """The step's noise metrics (module docstring), and a fresh start for the next step.
         Empty when fewer than two micro-batches were seen, or none had a gradient."""
-        count, squares, total = self.count, self.squares, self.previous
+        count, squares, total = self.count, float(self.squares), self.previous
         self._reset()
         if count < 2 or total is None or squares == 0.0:
             return {}

@@ -15,7 +15,6 @@ from typing import Any, Iterator
 import torch
 
 from scaffold.providers.precision import autocast
-from scaffold.specs import SpecError
 from training.config import TrainConfig
 from training.metrics import logprob_parity
 
@@ -162,13 +161,7 @@ def grpo_args(config: TrainConfig, out: Path, world: int = 1) -> Any:
     split over `world` processes (each runs rollouts_per_step / world of them)."""
     from trl import GRPOConfig
 
-    per_round = config.micro_batch_size * world
-    if config.rollouts_per_step % per_round:
-        raise SpecError(
-            f"rollouts_per_step {config.rollouts_per_step} (group_size x prompts_per_step) must be a multiple of "
-            f"micro_batch_size x processes = {config.micro_batch_size} x {world}"
-        )
-    accumulation = config.rollouts_per_step // per_round
+    accumulation = config.micro_batches_per_step(world)
     return GRPOConfig(
         output_dir=str(out),
         per_device_train_batch_size=config.micro_batch_size,
