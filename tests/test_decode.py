@@ -58,3 +58,18 @@ def test_a_batch_of_rows_with_different_forced_runs_decodes_as_each_alone() -> N
         assert t.completion_ids == a.completion_ids and t.completion_mask == a.completion_mask
         assert max(abs(x - y) for x, y in zip(t.completion_logprobs, a.completion_logprobs, strict=True)) < 1e-4
     assert len({tuple(t.completion_ids) for t in together}) > 1
+
+
+def test_decode_stats_say_where_the_passes_went_and_start_over_when_taken() -> None:
+    chat = tiny_chat(max_tokens=200, constrained=True, max_calls_per_turn=2)
+    configs = [GenerateConfig(temperature=1.0, seed=seed) for seed in range(4)]
+
+    async def four() -> None:
+        await asyncio.gather(*(chat.generate(_messages("Begin" + "!" * i), TOOLS, c) for i, c in enumerate(configs)))
+
+    asyncio.run(four())
+    stats = chat.decode_stats.take()
+    assert stats["batches"] == 1 and stats["passes"] == chat.forward_passes and stats["relays"] == chat.compactions
+    assert 1 <= stats["rows_per_pass"] <= 4 and 0 < stats["padding_share"] < 1  # unequal forced runs pad
+    assert stats["first_pass_s"] > 0 and stats["later_passes_s"] > 0
+    assert chat.decode_stats.take() == {}  # taken: the next step counts from zero

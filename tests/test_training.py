@@ -307,6 +307,9 @@ def test_a_step_whose_advantages_are_all_zero_skips_the_update(tmp_path: Path, a
     assert any(v.any() for k, v in _adapter(moved).items() if "lora_B" in k)
     assert step["update/drift"] > 0 and step["update/step_change"] == step["update/drift"]  # one step from the start
     assert step["update/drift"] == pytest.approx(_relative_move(tmp_path / "moved", moved), rel=1e-4)
+    # Where the step's decode time went: this step's batches only (the counters restart each step).
+    assert 1 <= step["sampler/batches"] <= 2 * 2 and step["sampler/passes"] >= step["sampler/batches"]
+    assert step["sampler/first_pass_s"] > 0 and 0 <= step["sampler/padding_share"] < 1
     # The noise measure splits the step's gradient (its norm as the trainer clipped it) into signal and the
     # noise's share over its two micro-batches: |G|² + tr(Σ)/n is the accumulated gradient's |g|².
     assert step["update/grad_noise_trace"] > 0

@@ -161,6 +161,9 @@ class GrpoSession:
         self.step_started = time.perf_counter()
         for clock in self.clocks.values():
             clock.take()
+        decode_stats = getattr(self.sampler, "decode_stats", None)  # the hf sampler's; a vLLM server keeps its own
+        if decode_stats is not None:
+            decode_stats.take()
         self.sync_for_rollouts(step)
         batcher = getattr(self.judge, "batcher", None)  # the offline judge grades a group's audits together
         batches_before = len(batcher.batch_sizes) if batcher is not None else 0
@@ -185,6 +188,8 @@ class GrpoSession:
                 "tokens_per_s": summary["tokens/sampled"] / busy["policy"] if busy["policy"] else 0.0,
             }
         )
+        if decode_stats is not None:
+            summary.update({f"sampler/{name}": value for name, value in decode_stats.take().items()})
         graded_together = batcher.batch_sizes[batches_before:] if batcher is not None else []
         if graded_together:
             summary["judge/batch_mean"] = sum(graded_together) / len(graded_together)

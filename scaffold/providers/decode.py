@@ -30,7 +30,8 @@ tokens, so a re-laid row decodes as it would have.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Sequence
 
 import torch
@@ -112,10 +113,56 @@ class Row:
 
 
 @dataclass
+class DecodeCounts:
+    """What decoding did and where its time went (one batch, or summed by `DecodeStats`)."""
+
+    passes: int = 0
+    compactions: int = 0  # times the batch was re-laid (rows dropped, padding squeezed out)
+    first_pass_s: float = 0.0  # the pass that reads the prompts' new tokens (prefill)
+    later_passes_s: float = 0.0
+    relay_s: float = 0.0
+    row_passes: int = 0  # Σ over passes of the rows in the batch
+    read_tokens: int = 0  # the ids the passes read
+    padded_tokens: int = 0  # Σ over passes of rows x chunk width: what the passes computed
+
+    def add(self, other: DecodeCounts) -> None:
+        for item in fields(DecodeCounts):
+            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+
+
+@dataclass
 class DecodeResult:
     rows: list[Row]
-    passes: int
-    compactions: int = 0  # times the batch was re-laid (rows dropped, padding squeezed out)
+    counts: DecodeCounts
+
+
+@dataclass
+class DecodeStats(DecodeCounts):
+    """A sampler's `DecodeCounts` over its batches until `take`."""
+
+    batches: int = 0
+
+    def add(self, other: DecodeCounts) -> None:
+        super().add(other)
+        self.batches += 1
+
+    def take(self) -> dict[str, float]:
+        """The totals so far as metrics (empty when nothing was decoded), and a fresh start."""
+        done = DecodeStats(**self.__dict__)
+        self.__dict__.update(DecodeStats().__dict__)
+        if not done.passes:
+            return {}
+        return {
+            "batches": done.batches,
+            "passes": done.passes,
+            "relays": done.compactions,
+            "first_pass_s": done.first_pass_s,
+            "later_passes_s": done.later_passes_s,
+            "relay_s": done.relay_s,
+            "rows_per_pass": done.row_passes / done.passes,
+            # The share of what the passes computed that was padding (rows waiting on the longest chunk).
+            "padding_share": 1 - done.read_tokens / done.padded_tokens if done.padded_tokens else 0.0,
+        }
 
 
 def decode_batch(
@@ -157,13 +204,15 @@ def decode_batch(
         row.fast_forward(stop_ids)  # the reply's opening structure is read with the prompt
     batch = list(rows)  # the rows still in the cache, in its row order
     attention = torch.tensor(cached_mask, dtype=torch.long, device=device).reshape(len(rows), width)
-    passes = compactions = 0
+    counts = DecodeCounts()
     while any(row.chunk for row in batch):
         if abandoned():
-            raise GenerationAbandoned(f"decoding stopped after {passes} passes: its callers are gone")
+            raise GenerationAbandoned(f"decoding stopped after {counts.passes} passes: its callers are gone")
         if threshold > 0 and is_growing(cache) and _worth_relaying(batch, width, threshold):
+            started = time.perf_counter()
             cache, width, attention, batch = _relay(cache, batch, keep_kv, device)
-            compactions += 1
+            counts.compactions += 1
+            counts.relay_s += time.perf_counter() - started
         chunks = [row.chunk for row in batch]
         ids, mask = left_pad(chunks, pad_id)
         span = len(ids[0])
@@ -173,6 +222,10 @@ def decode_batch(
         positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, width:]
         # Logits for each row's unscored tail and (if it goes on) the position it samples from.
         keep = max(row.unscored + (0 if row.finished else 1) for row in batch if row.chunk)
+        counts.row_passes += len(batch)
+        counts.read_tokens += sum(len(chunk) for chunk in chunks)
+        counts.padded_tokens += len(batch) * span
+        started = time.perf_counter()
         out = model(
             input_ids=torch.tensor(ids, device=device),
             attention_mask=attention,
@@ -181,7 +234,6 @@ def decode_batch(
             logits_to_keep=keep,  # never (batch, chunk, vocab) for a whole prompt
             **({cache_arg: cache} if cache is not None else {}),
         )
-        passes += 1
         cache = out[cache_arg]
         width += span
         logits = out.logits.float()
@@ -195,10 +247,16 @@ def decode_batch(
             row.chunk = []
         if sampling:
             _sample(batch, sampling, scaled[:, -1, :], lse[:, -1] if lse is not None else None, temperature, stop_ids)
+        seconds = time.perf_counter() - started  # the pass with its scoring and sampling
+        if counts.passes:
+            counts.later_passes_s += seconds
+        else:
+            counts.first_pass_s += seconds
+        counts.passes += 1
     if keep_kv and cache is not None:
         for i, row in enumerate(batch):
             row.kv = row_layers(cache, i, torch.tensor(row.columns, device=device))
-    return DecodeResult(rows, passes, compactions)
+    return DecodeResult(rows, counts)
 
 
 def _worth_relaying(batch: list[Row], width: int, threshold: float) -> bool:

@@ -63,7 +63,7 @@ from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefini
 from scaffold.model import ModelError
 from scaffold.providers.batcher import GenerationBatcher, batch_abandoned
 from scaffold.providers.constrained import ToolCallGrammar, VocabularyMasks, reply_stop_id
-from scaffold.providers.decode import Completion, DecodeRequest, decode_batch
+from scaffold.providers.decode import Completion, DecodeRequest, DecodeStats, decode_batch
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model
 from scaffold.providers.precision import autocast
 from scaffold.providers.prefix_cache import PrefixCache
@@ -167,6 +167,7 @@ class LocalChatModel:
         self.stop_ids = _stop_ids(model, tokenizer)
         self.forward_passes = 0  # decode passes so far (a pass reads a chunk of each row)
         self.compactions = 0  # times a decode re-laid its batch (finished rows dropped, padding squeezed out)
+        self.decode_stats = DecodeStats()  # where decode time went (training logs it per step as sampler/*)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids)
         # transformers 5.x renamed `past_key_values` to `cache` (argument and output field).
@@ -329,8 +330,9 @@ class LocalChatModel:
             abandoned=batch_abandoned,
             keep_kv=self._turns is not None,
         )
-        self.forward_passes += result.passes
-        self.compactions += result.compactions
+        self.forward_passes += result.counts.passes
+        self.compactions += result.counts.compactions
+        self.decode_stats.add(result.counts)
         if self._turns is not None:
             for row in result.rows:
                 # The row's cache columns hold its prompt and all but its last id.
