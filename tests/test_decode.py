@@ -5,10 +5,12 @@ forward pass, alone or in a batch of rows whose forced runs differ."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from hf_fixtures import tiny_chat, tiny_model, torch
 
 from scaffold.messages import GenerateConfig, Message
+from scaffold.providers.decode import DecodeRequest, pass_width
 from scaffold.tools import AUDITOR_TOOLS
 
 TOOLS = [tool.definition for tool in AUDITOR_TOOLS.values()]
@@ -73,3 +75,32 @@ def test_decode_stats_say_where_the_passes_went_and_start_over_when_taken() -> N
     assert 1 <= stats["rows_per_pass"] <= 4 and 0 < stats["padding_share"] < 1  # unequal forced runs pad
     assert stats["first_pass_s"] > 0 and stats["later_passes_s"] > 0
     assert chat.decode_stats.take() == {}  # taken: the next step counts from zero
+
+
+def test_pass_width_is_the_widest_chunk_at_which_half_the_pass_is_real() -> None:
+    assert pass_width([5]) == 5 and pass_width([2, 30]) == 30  # 32 real of 60 cells
+    assert pass_width([13, 13, 1]) == 13  # 27 of 39
+    assert pass_width([1, 1, 1, 30]) == 1  # reading 30 would leave 87 of 120 cells padding
+    assert pass_width([1] * 8 + [4] * 8) == 4
+
+
+def test_without_scoring_forced_ids_a_batch_samples_the_same_and_pads_less() -> None:
+    """A trainer's sampler (forced ids carry no loss) reads long chunks in parts: here one
+    prompt far longer than the others, read while they decode. The same ids and masks, the
+    same logprobs for the ids it chose, 0.0 for forced ones, and less padding."""
+    options = {"max_tokens": 120, "constrained": True, "max_calls_per_turn": 2, "prefix_cache_tokens": 0}
+    scored, unscored = tiny_chat(**options), tiny_chat(**options, score_forced=False)
+    generator = torch.Generator().manual_seed(5)
+    prompts = [torch.randint(100, 5000, (n,), generator=generator).tolist() for n in (30, 34, 31, 400)]
+
+    def batch(chat: Any) -> list:
+        grammar = chat.grammar_for(TOOLS)
+        return chat._run_batch([DecodeRequest(p, 120, 1.0, seed, grammar) for seed, p in enumerate(prompts)])
+
+    expected, got = batch(scored), batch(unscored)
+    for e, g in zip(expected, got, strict=True):
+        assert g.ids == e.ids and g.mask == e.mask and 0 in e.mask
+        for m, a, b in zip(e.mask, e.logprobs, g.logprobs, strict=True):
+            assert (abs(a - b) < 1e-4) if m else b == 0.0
+    scored_stats, unscored_stats = scored.decode_stats.take(), unscored.decode_stats.take()
+    assert unscored_stats["padding_share"] < 0.75 * scored_stats["padding_share"]

@@ -26,6 +26,12 @@ cells, the finished rows are dropped from the batch (their KV copied out first) 
 rest are re-laid with their padding squeezed out (`growing_cache.gather_rows`): one copy of
 the cache, and every later pass reads and computes only what is live. Positions count real
 tokens, so a re-laid row decodes as it would have.
+
+Without `score_forced` (a trainer drops forced ids' logprobs: they carry no loss) a forced
+id's logprob is 0.0, a pass keeps only the logits it samples from, and a long forced run may
+be read over several passes: a pass is as wide as the widest chunk at which at least half of
+what it computes is real (`pass_width`). Each pass pads every row to its widest chunk, and in a
+GRPO step of the p4 run 60% of what the passes computed was padding; most chunks are one id.
 """
 
 from __future__ import annotations
@@ -181,12 +187,14 @@ def decode_batch(
     abandoned: Callable[[], bool] = lambda: False,
     keep_kv: bool = False,
     compact_below: float | None = None,
+    score_forced: bool = True,
 ) -> DecodeResult:
     """Decode `requests` together. Row i's first `reused[i]` prompt ids are already in
     `cache` (left-padded to one width, `cached_mask` 0 on the padding). With `keep_kv`, each
     row's KV ends up in `Row.kv`. `compact_below` (default `COMPACT_BELOW`; 0 never) is when
-    the batch is re-laid; only a `growing_cache` is. Raises `GenerationAbandoned` before a
-    pass when `abandoned()` (the batcher's callers are gone)."""
+    the batch is re-laid; only a `growing_cache` is. `score_forced` False leaves forced ids'
+    logprobs at 0.0 and lets a pass read part of a long chunk. Raises `GenerationAbandoned`
+    before a pass when `abandoned()` (the batcher's callers are gone)."""
     threshold = COMPACT_BELOW if compact_below is None else compact_below
     width = len(cached_mask[0]) if cached_mask else 0
     temperature = requests[0].temperature  # the batcher groups by temperature
@@ -213,15 +221,16 @@ def decode_batch(
             cache, width, attention, batch = _relay(cache, batch, keep_kv, device)
             counts.compactions += 1
             counts.relay_s += time.perf_counter() - started
-        chunks = [row.chunk for row in batch]
+        limit = None if score_forced else pass_width([len(row.chunk) for row in batch if row.chunk])
+        chunks = [row.chunk[:limit] for row in batch]
         ids, mask = left_pad(chunks, pad_id)
         span = len(ids[0])
-        for row in batch:
-            row.columns.extend(range(width + span - len(row.chunk), width + span))
+        for row, chunk in zip(batch, chunks, strict=True):
+            row.columns.extend(range(width + span - len(chunk), width + span))
         attention = torch.cat([attention, torch.tensor(mask, dtype=torch.long, device=device)], dim=1)
         positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, width:]
         # Logits for each row's unscored tail and (if it goes on) the position it samples from.
-        keep = max(row.unscored + (0 if row.finished else 1) for row in batch if row.chunk)
+        keep = max(row.unscored + (0 if row.finished else 1) for row in batch if row.chunk) if score_forced else 1
         counts.row_passes += len(batch)
         counts.read_tokens += sum(len(chunk) for chunk in chunks)
         counts.padded_tokens += len(batch) * span
@@ -239,12 +248,14 @@ def decode_batch(
         logits = out.logits.float()
         scaled = logits / temperature if temperature > 0 else logits
         lse = torch.logsumexp(scaled, dim=-1) if record else None  # (batch, keep)
-        sampling = [i for i, row in enumerate(batch) if row.chunk and not row.finished]
-        for i, row in enumerate(batch):
-            if row.chunk and row.unscored and lse is not None:
+        # A row samples once it has read all of its chunk (a partly read one reads on next pass).
+        sampling = [i for i, (row, chunk) in enumerate(zip(batch, chunks, strict=True))
+                    if chunk and len(chunk) == len(row.chunk) and not row.finished]
+        for i, (row, chunk) in enumerate(zip(batch, chunks, strict=True)):
+            if score_forced and row.chunk and row.unscored and lse is not None:
                 _score_tail(row, scaled[i], lse[i], keep)
             row.unscored = 0
-            row.chunk = []
+            row.chunk = row.chunk[len(chunk):]
         if sampling:
             _sample(batch, sampling, scaled[:, -1, :], lse[:, -1] if lse is not None else None, temperature, stop_ids)
         seconds = time.perf_counter() - started  # the pass with its scoring and sampling
@@ -257,6 +268,16 @@ def decode_batch(
         for i, row in enumerate(batch):
             row.kv = row_layers(cache, i, torch.tensor(row.columns, device=device))
     return DecodeResult(rows, counts)
+
+
+def pass_width(chunks: Sequence[int]) -> int:
+    """How many ids of its chunk each row reads in a pass that may split chunks: the widest
+    chunk length at which at least half of the pass's cells (rows x width) are real ids."""
+    best = 1
+    for width in sorted(set(chunks)):
+        if 2 * sum(min(n, width) for n in chunks) >= len(chunks) * width:
+            best = width
+    return best
 
 
 def _worth_relaying(batch: list[Row], width: int, threshold: float) -> bool:
