@@ -31,6 +31,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=640, help="per reply")
     args = parser.parse_args()
     default = decode.COMPACT_BELOW
+    concurrent_replies(2, 32)  # warm-up (thread pools, allocator, grammar masks): no setting pays it alone
     settings = {"never": (0.0, True), "re-lay": (default, True), "re-lay, forced unscored": (default, False)}
     runs = {}
     for name, (threshold, score_forced) in settings.items():

@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.interleaved import interleaved_medians  # noqa: E402
 from benchmarks.provider_replies import concurrent_replies  # noqa: E402
+from scaffold.providers import decode  # noqa: E402
 from scaffold.providers import growing_cache as growing_module  # noqa: E402
 from scaffold.providers.growing_cache import growing_cache  # noqa: E402
 from scaffold.providers.local_weights import load_model_and_tokenizer, resolve_local_model  # noqa: E402
@@ -60,11 +61,14 @@ def concat_cache(layers: Any = ()) -> DynamicCache:
 def provider_replies(count: int, max_tokens: int) -> None:
     """`count` concurrent constrained replies with each cache: seconds and whether the ids agree."""
     results: dict[str, tuple[float, list[list[int]]]] = {}
+    relay = decode.COMPACT_BELOW
+    decode.COMPACT_BELOW = 0.0  # only a growing cache can be re-laid: compare the caches alone
     for name, maker in (("concat", concat_cache), ("growing", growing_cache)):
         growing_module.growing_cache = maker  # hf_local imports it by name at each decode
         seconds, records, _ = concurrent_replies(count, max_tokens)
         results[name] = (seconds, [r.completion_ids for r in records])
     growing_module.growing_cache = growing_cache
+    decode.COMPACT_BELOW = relay
     (concat_s, concat_ids), (growing_s, growing_ids) = results["concat"], results["growing"]
     tokens = sum(len(i) for i in growing_ids)
     print(f"provider, {count} concurrent replies ({tokens} ids): concat {concat_s:.1f} s, growing {growing_s:.1f} s, "

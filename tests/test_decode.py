@@ -84,23 +84,65 @@ def test_pass_width_is_the_widest_chunk_at_which_half_the_pass_is_real() -> None
     assert pass_width([1] * 8 + [4] * 8) == 4
 
 
+class _EveryIdThenARun:
+    """A grammar double: after each id the row chooses, `run` ids (FORCED) are forced."""
+
+    FORCED = 7
+
+    def __init__(self, run: int) -> None:
+        self.run = run
+
+    def start(self, max_new_tokens: int) -> _EveryIdThenARun._State:
+        return _EveryIdThenARun._State(self.run)
+
+    class _State:
+        def __init__(self, run: int) -> None:
+            self.run, self.pending = run, 0
+
+        def allowed(self) -> list[int] | None:
+            return [_EveryIdThenARun.FORCED] if self.pending else None
+
+        def advance(self, token: int) -> None:
+            self.pending = self.pending - 1 if self.pending else self.run
+
+        def bias_into(self, bias: torch.Tensor) -> bool:
+            return False  # a forced run is read by fast-forward, never sampled
+
+
 def test_without_scoring_forced_ids_a_batch_samples_the_same_and_pads_less() -> None:
-    """A trainer's sampler (forced ids carry no loss) reads long chunks in parts: here one
-    prompt far longer than the others, read while they decode. The same ids and masks, the
-    same logprobs for the ids it chose, 0.0 for forced ones, and less padding."""
-    options = {"max_tokens": 120, "constrained": True, "max_calls_per_turn": 2, "prefix_cache_tokens": 0}
-    scored, unscored = tiny_chat(**options), tiny_chat(**options, score_forced=False)
+    """A trainer's sampler (forced ids carry no loss) may read a long forced run over several
+    passes while other rows sample: the same ids and masks, the same logprobs for the ids it
+    chose, 0.0 for forced ones, and less padding. One row forces 12 ids after each choice,
+    the others none."""
+    scored, unscored = tiny_chat(prefix_cache_tokens=0), tiny_chat(prefix_cache_tokens=0, score_forced=False)
     generator = torch.Generator().manual_seed(5)
-    prompts = [torch.randint(100, 5000, (n,), generator=generator).tolist() for n in (30, 34, 31, 400)]
+    prompts = [torch.randint(100, 5000, (n,), generator=generator).tolist() for n in (30, 34, 31, 40)]
 
     def batch(chat: Any) -> list:
-        grammar = chat.grammar_for(TOOLS)
-        return chat._run_batch([DecodeRequest(p, 120, 1.0, seed, grammar) for seed, p in enumerate(prompts)])
+        grammars = [_EveryIdThenARun(12)] + [_EveryIdThenARun(0)] * 3
+        return chat._run_batch([DecodeRequest(p, 60, 1.0, seed, g) for seed, (p, g) in enumerate(zip(prompts, grammars, strict=True))])  # type: ignore[arg-type]
 
     expected, got = batch(scored), batch(unscored)
+    assert 0 in expected[0].mask
     for e, g in zip(expected, got, strict=True):
-        assert g.ids == e.ids and g.mask == e.mask and 0 in e.mask
+        assert g.ids == e.ids and g.mask == e.mask
         for m, a, b in zip(e.mask, e.logprobs, g.logprobs, strict=True):
             assert (abs(a - b) < 1e-4) if m else b == 0.0
     scored_stats, unscored_stats = scored.decode_stats.take(), unscored.decode_stats.take()
-    assert unscored_stats["padding_share"] < 0.75 * scored_stats["padding_share"]
+    assert unscored_stats["padding_share"] < 0.5 * scored_stats["padding_share"]
+
+
+def test_a_relay_frees_the_cache_the_batch_started_with() -> None:
+    """The caller still holds the cache it passed in: a re-lay empties it, or the old
+    buffers would live beside the re-laid ones until the batch ends."""
+    from scaffold.providers.decode import decode_batch
+    from scaffold.providers.growing_cache import growing_cache
+
+    cache = growing_cache()
+    requests = [DecodeRequest(list(range(100, 130)), n, 0.0, None) for n in (2, 30)]  # row 0 leaves early
+    result = decode_batch(
+        tiny_model(), requests, reused=[0, 0], cache=cache, cached_mask=[[], []], cache_arg="cache", pad_id=0,
+        stop_ids=frozenset(), record=True, device=torch.device("cpu"), new_generator=lambda seed: None, compact_below=0.999,
+    )
+    assert result.counts.compactions >= 1 and cache.layers == []
+    assert [len(row.ids) for row in result.rows] == [2, 30]

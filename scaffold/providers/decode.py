@@ -21,17 +21,19 @@ KV is copied out (`Row.kv`, batch 1) for the turn cache.
 Rows leave. A row that has finished rode along in every later pass (padding through every
 layer) and every pass pads the rows whose chunk is shorter than the longest, so the cache
 grows faster than any row's tokens: 16 constrained SmolLM2 replies ran 531 passes with a
-row active in 47% of them. When the cache's real tokens fall below `COMPACT_BELOW` of its
-cells, the finished rows are dropped from the batch (their KV copied out first) and the
-rest are re-laid with their padding squeezed out (`growing_cache.gather_rows`): one copy of
-the cache, and every later pass reads and computes only what is live. Positions count real
-tokens, so a re-laid row decodes as it would have.
+row active in 47% of them. When re-laying would leave fewer than `COMPACT_BELOW` of the
+cache's cells (the rows still decoding, each as long as the longest of them), the finished
+rows are dropped from the batch (their KV copied out first) and the rest are re-laid with
+their padding squeezed out (`growing_cache.gather_rows`): one copy of the cache, the old one
+is freed, and every later pass reads and computes only what is live. Positions count real
+tokens, so a re-laid row decodes as it would have, up to the order of floating-point sums.
 
 Without `score_forced` (a trainer drops forced ids' logprobs: they carry no loss) a forced
-id's logprob is 0.0, a pass keeps only the logits it samples from, and a long forced run may
-be read over several passes: a pass is as wide as the widest chunk at which at least half of
-what it computes is real (`pass_width`). Each pass pads every row to its widest chunk, and in a
-GRPO step of the p4 run 60% of what the passes computed was padding; most chunks are one id.
+id's logprob is 0.0, a pass keeps only the logits it samples from, and after the first pass
+(the prompts, always read whole) a long forced run may be read over several passes: a pass
+is as wide as the widest chunk at which at least half of what it computes is real
+(`pass_width`). Each pass pads every row to its widest chunk, and in a GRPO step of the p4 run
+60% of what the passes computed was padding; most chunks are one id.
 """
 
 from __future__ import annotations
@@ -47,9 +49,9 @@ from scaffold.providers.constrained import GrammarState, ToolCallGrammar
 from scaffold.providers.growing_cache import gather_rows, is_growing
 from scaffold.providers.turn_cache import Layers, row_layers
 
-# Re-lay the batch when fewer than this share of its cache cells hold a live row's real
-# token. One re-lay copies the live cache once, about what one pass reads, and is done only
-# when it leaves fewer cells than this share: every later pass then saves at least a quarter.
+# Re-lay the batch when that leaves fewer than this share of its cache cells. One re-lay
+# copies the live cache once, about what one pass reads; every later pass then saves at
+# least a quarter.
 COMPACT_BELOW = 0.75
 
 
@@ -124,7 +126,7 @@ class DecodeCounts:
 
     passes: int = 0
     compactions: int = 0  # times the batch was re-laid (rows dropped, padding squeezed out)
-    first_pass_s: float = 0.0  # the pass that reads the prompts' new tokens (prefill)
+    first_pass_s: float = 0.0  # the pass that reads the prompts' new tokens (prefill; never split)
     later_passes_s: float = 0.0
     relay_s: float = 0.0
     row_passes: int = 0  # Σ over passes of the rows in the batch
@@ -220,8 +222,9 @@ def decode_batch(
             started = time.perf_counter()
             cache, width, attention, batch = _relay(cache, batch, keep_kv, device)
             counts.compactions += 1
-            counts.relay_s += time.perf_counter() - started
-        limit = None if score_forced else pass_width([len(row.chunk) for row in batch if row.chunk])
+            counts.relay_s += _elapsed(started, device)
+        # Prompts are read whole: split, a long one would be read an id a pass beside rows that decode.
+        limit = None if score_forced or not counts.passes else pass_width([len(row.chunk) for row in batch if row.chunk])
         chunks = [row.chunk[:limit] for row in batch]
         ids, mask = left_pad(chunks, pad_id)
         span = len(ids[0])
@@ -243,9 +246,9 @@ def decode_batch(
             logits_to_keep=keep,  # never (batch, chunk, vocab) for a whole prompt
             **({cache_arg: cache} if cache is not None else {}),
         )
-        cache = out[cache_arg]
+        cache, logits = out[cache_arg], out.logits.float()
+        del out  # nothing else of the pass's output may outlive it (a re-lay frees the old cache)
         width += span
-        logits = out.logits.float()
         scaled = logits / temperature if temperature > 0 else logits
         lse = torch.logsumexp(scaled, dim=-1) if record else None  # (batch, keep)
         # A row samples once it has read all of its chunk (a partly read one reads on next pass).
@@ -258,7 +261,7 @@ def decode_batch(
             row.chunk = row.chunk[len(chunk):]
         if sampling:
             _sample(batch, sampling, scaled[:, -1, :], lse[:, -1] if lse is not None else None, temperature, stop_ids)
-        seconds = time.perf_counter() - started  # the pass with its scoring and sampling
+        seconds = _elapsed(started, device)  # the pass with its scoring and sampling
         if counts.passes:
             counts.later_passes_s += seconds
         else:
@@ -268,6 +271,13 @@ def decode_batch(
         for i, row in enumerate(batch):
             row.kv = row_layers(cache, i, torch.tensor(row.columns, device=device))
     return DecodeResult(rows, counts)
+
+
+def _elapsed(started: float, device: torch.device) -> float:
+    """Seconds since `started`, once the device has finished what was queued (CUDA runs ahead)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - started
 
 
 def pass_width(chunks: Sequence[int]) -> int:
@@ -295,7 +305,9 @@ def _relay(cache: Any, batch: list[Row], keep_kv: bool, device: torch.device) ->
         for i, row in enumerate(batch):
             if not row.chunk:
                 row.kv = row_layers(cache, i, torch.tensor(row.columns, device=device))
-    cache, width = gather_rows(cache, [(i, row.columns) for i, row in staying])
+    old = cache
+    cache, width = gather_rows(old, [(i, row.columns) for i, row in staying])
+    old.layers.clear()  # the caller still holds the cache it passed in: free its buffers now
     for _, row in staying:
         row.columns = list(range(width - len(row.columns), width))
     attention = torch.tensor([[0] * (width - len(row.columns)) + [1] * len(row.columns) for _, row in staying],

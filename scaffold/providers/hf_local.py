@@ -171,7 +171,7 @@ class LocalChatModel:
         model_default = float(gen.temperature or 1.0) if gen is not None and gen.do_sample else 0.0
         self.temperature = model_default if temperature is None else temperature
         self.stop_ids = _stop_ids(model, tokenizer)
-        self.forward_passes = 0  # decode passes so far (a pass reads a chunk of each row)
+        self.forward_passes = 0  # decode passes so far (a pass reads a chunk, or part of one, of each row)
         self.compactions = 0  # times a decode re-laid its batch (finished rows dropped, padding squeezed out)
         self.decode_stats = DecodeStats()  # where decode time went (training logs it per step as sampler/*)
         pad = tokenizer.pad_token_id
