@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+from typing import Any
 
 from scaffold.messages import GenerateConfig, Message
 from scaffold.providers.hf_local import build
@@ -17,15 +17,13 @@ from scaffold.specs import ModelSpec
 from scaffold.tools import AUDITOR_TOOLS
 
 
-def concurrent_replies(count: int, max_tokens: int, configure: Callable[[Any], None] = lambda chat: None) -> tuple[float, list[Any], Any]:
-    """(seconds, each reply's token record, the chat model) for `count` replies decoded
-    together; `configure(chat)` may change the chat model's settings first."""
+def concurrent_replies(count: int, max_tokens: int) -> tuple[float, list[Any], Any]:
+    """(seconds, each reply's token record, the chat model) for `count` replies decoded together."""
     spec = ModelSpec(provider="hf", model="smollm2-135m", max_tokens=max_tokens,
                      extra={"constrained": True, "max_calls_per_turn": 6, "max_batch_size": count})
     tools = [tool.definition for tool in AUDITOR_TOOLS.values()]
     manual = " ".join(["You are auditing a model for hidden behaviours; probe it with ordinary requests."] * 60)
     chat = build(spec, SecretRegistry())
-    configure(chat)
 
     async def replies() -> list[Any]:
         messages = [[Message(role="system", content=manual), Message(role="user", content=f"Audit {i}: begin.")]

@@ -5,12 +5,11 @@ forward pass, alone or in a batch of rows whose forced runs differ."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from hf_fixtures import tiny_chat, tiny_model, torch
 
 from scaffold.messages import GenerateConfig, Message
-from scaffold.providers.decode import DecodeRequest, pass_width
+from scaffold.providers.decode import DecodeRequest
 from scaffold.tools import AUDITOR_TOOLS
 
 TOOLS = [tool.definition for tool in AUDITOR_TOOLS.values()]
@@ -75,61 +74,6 @@ def test_decode_stats_say_where_the_passes_went_and_start_over_when_taken() -> N
     assert 1 <= stats["rows_per_pass"] <= 4 and 0 < stats["padding_share"] < 1  # unequal forced runs pad
     assert stats["first_pass_s"] > 0 and stats["later_passes_s"] > 0
     assert chat.decode_stats.take() == {}  # taken: the next step counts from zero
-
-
-def test_pass_width_is_the_widest_chunk_at_which_half_the_pass_is_real() -> None:
-    assert pass_width([5]) == 5 and pass_width([2, 30]) == 30  # 32 real of 60 cells
-    assert pass_width([13, 13, 1]) == 13  # 27 of 39
-    assert pass_width([1, 1, 1, 30]) == 1  # reading 30 would leave 87 of 120 cells padding
-    assert pass_width([1] * 8 + [4] * 8) == 4
-
-
-class _EveryIdThenARun:
-    """A grammar double: after each id the row chooses, `run` ids (FORCED) are forced."""
-
-    FORCED = 7
-
-    def __init__(self, run: int) -> None:
-        self.run = run
-
-    def start(self, max_new_tokens: int) -> _EveryIdThenARun._State:
-        return _EveryIdThenARun._State(self.run)
-
-    class _State:
-        def __init__(self, run: int) -> None:
-            self.run, self.pending = run, 0
-
-        def allowed(self) -> list[int] | None:
-            return [_EveryIdThenARun.FORCED] if self.pending else None
-
-        def advance(self, token: int) -> None:
-            self.pending = self.pending - 1 if self.pending else self.run
-
-        def bias_into(self, bias: torch.Tensor) -> bool:
-            return False  # a forced run is read by fast-forward, never sampled
-
-
-def test_without_scoring_forced_ids_a_batch_samples_the_same_and_pads_less() -> None:
-    """A trainer's sampler (forced ids carry no loss) may read a long forced run over several
-    passes while other rows sample: the same ids and masks, the same logprobs for the ids it
-    chose, 0.0 for forced ones, and less padding. One row forces 12 ids after each choice,
-    the others none."""
-    scored, unscored = tiny_chat(prefix_cache_tokens=0), tiny_chat(prefix_cache_tokens=0, score_forced=False)
-    generator = torch.Generator().manual_seed(5)
-    prompts = [torch.randint(100, 5000, (n,), generator=generator).tolist() for n in (30, 34, 31, 40)]
-
-    def batch(chat: Any) -> list:
-        grammars = [_EveryIdThenARun(12)] + [_EveryIdThenARun(0)] * 3
-        return chat._run_batch([DecodeRequest(p, 60, 1.0, seed, g) for seed, (p, g) in enumerate(zip(prompts, grammars, strict=True))])  # type: ignore[arg-type]
-
-    expected, got = batch(scored), batch(unscored)
-    assert 0 in expected[0].mask
-    for e, g in zip(expected, got, strict=True):
-        assert g.ids == e.ids and g.mask == e.mask
-        for m, a, b in zip(e.mask, e.logprobs, g.logprobs, strict=True):
-            assert (abs(a - b) < 1e-4) if m else b == 0.0
-    scored_stats, unscored_stats = scored.decode_stats.take(), unscored.decode_stats.take()
-    assert unscored_stats["padding_share"] < 0.5 * scored_stats["padding_share"]
 
 
 def test_a_relay_frees_the_cache_the_batch_started_with() -> None:

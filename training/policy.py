@@ -183,7 +183,6 @@ def rollout_sampler(config: TrainConfig, model: Any, tokenizer: Any, secrets: Se
             copy_quotes=p.copy_quotes,
             max_request_quotes=p.max_request_quotes,
             policy_version="step-0",
-            score_forced=False,  # training rows drop forced ids' logprobs (rows.py): no pass scores them
             prefix_cache_tokens=256 if p.prefix_cache else 0,
             turn_cache_mb=TURN_CACHE_MB if p.turn_cache else 0,
             bf16_autocast=uses_bf16(config, next(model.parameters()).device, "rollout"),

@@ -28,12 +28,9 @@ their padding squeezed out (`growing_cache.gather_rows`): one copy of the cache,
 is freed, and every later pass reads and computes only what is live. Positions count real
 tokens, so a re-laid row decodes as it would have, up to the order of floating-point sums.
 
-Without `score_forced` (a trainer drops forced ids' logprobs: they carry no loss) a forced
-id's logprob is 0.0, a pass keeps only the logits it samples from, and after the first pass
-(the prompts, always read whole) a long forced run may be read over several passes: a pass
-is as wide as the widest chunk at which at least half of what it computes is real
-(`pass_width`). Each pass pads every row to its widest chunk, and in a GRPO step of the p4 run
-60% of what the passes computed was padding; most chunks are one id.
+Each pass still pads every row to the widest chunk (60% of what a GRPO step's passes computed
+in the p4 run). Reading long forced runs over several passes cut that to 26% in
+benchmarks/decode_relay.py but saved no time (stop 56: 157.8 s against 158.6 s), so it is not done.
 """
 
 from __future__ import annotations
@@ -126,7 +123,7 @@ class DecodeCounts:
 
     passes: int = 0
     compactions: int = 0  # times the batch was re-laid (rows dropped, padding squeezed out)
-    first_pass_s: float = 0.0  # the pass that reads the prompts' new tokens (prefill; never split)
+    first_pass_s: float = 0.0  # the pass that reads the prompts' new tokens (prefill)
     later_passes_s: float = 0.0
     relay_s: float = 0.0
     row_passes: int = 0  # Σ over passes of the rows in the batch
@@ -189,14 +186,12 @@ def decode_batch(
     abandoned: Callable[[], bool] = lambda: False,
     keep_kv: bool = False,
     compact_below: float | None = None,
-    score_forced: bool = True,
 ) -> DecodeResult:
     """Decode `requests` together. Row i's first `reused[i]` prompt ids are already in
     `cache` (left-padded to one width, `cached_mask` 0 on the padding). With `keep_kv`, each
     row's KV ends up in `Row.kv`. `compact_below` (default `COMPACT_BELOW`; 0 never) is when
-    the batch is re-laid; only a `growing_cache` is. `score_forced` False leaves forced ids'
-    logprobs at 0.0 and lets a pass read part of a long chunk. Raises `GenerationAbandoned`
-    before a pass when `abandoned()` (the batcher's callers are gone)."""
+    the batch is re-laid; only a `growing_cache` is. Raises `GenerationAbandoned` before a
+    pass when `abandoned()` (the batcher's callers are gone)."""
     threshold = COMPACT_BELOW if compact_below is None else compact_below
     width = len(cached_mask[0]) if cached_mask else 0
     temperature = requests[0].temperature  # the batcher groups by temperature
@@ -223,17 +218,15 @@ def decode_batch(
             cache, width, attention, batch = _relay(cache, batch, keep_kv, device)
             counts.compactions += 1
             counts.relay_s += _elapsed(started, device)
-        # Prompts are read whole: split, a long one would be read an id a pass beside rows that decode.
-        limit = None if score_forced or not counts.passes else pass_width([len(row.chunk) for row in batch if row.chunk])
-        chunks = [row.chunk[:limit] for row in batch]
+        chunks = [row.chunk for row in batch]
         ids, mask = left_pad(chunks, pad_id)
         span = len(ids[0])
-        for row, chunk in zip(batch, chunks, strict=True):
-            row.columns.extend(range(width + span - len(chunk), width + span))
+        for row in batch:
+            row.columns.extend(range(width + span - len(row.chunk), width + span))
         attention = torch.cat([attention, torch.tensor(mask, dtype=torch.long, device=device)], dim=1)
         positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, width:]
         # Logits for each row's unscored tail and (if it goes on) the position it samples from.
-        keep = max(row.unscored + (0 if row.finished else 1) for row in batch if row.chunk) if score_forced else 1
+        keep = max(row.unscored + (0 if row.finished else 1) for row in batch if row.chunk)
         counts.row_passes += len(batch)
         counts.read_tokens += sum(len(chunk) for chunk in chunks)
         counts.padded_tokens += len(batch) * span
@@ -251,14 +244,12 @@ def decode_batch(
         width += span
         scaled = logits / temperature if temperature > 0 else logits
         lse = torch.logsumexp(scaled, dim=-1) if record else None  # (batch, keep)
-        # A row samples once it has read all of its chunk (a partly read one reads on next pass).
-        sampling = [i for i, (row, chunk) in enumerate(zip(batch, chunks, strict=True))
-                    if chunk and len(chunk) == len(row.chunk) and not row.finished]
-        for i, (row, chunk) in enumerate(zip(batch, chunks, strict=True)):
-            if score_forced and row.chunk and row.unscored and lse is not None:
+        sampling = [i for i, row in enumerate(batch) if row.chunk and not row.finished]
+        for i, row in enumerate(batch):
+            if row.chunk and row.unscored and lse is not None:
                 _score_tail(row, scaled[i], lse[i], keep)
             row.unscored = 0
-            row.chunk = row.chunk[len(chunk):]
+            row.chunk = []
         if sampling:
             _sample(batch, sampling, scaled[:, -1, :], lse[:, -1] if lse is not None else None, temperature, stop_ids)
         seconds = _elapsed(started, device)  # the pass with its scoring and sampling
@@ -278,16 +269,6 @@ def _elapsed(started: float, device: torch.device) -> float:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return time.perf_counter() - started
-
-
-def pass_width(chunks: Sequence[int]) -> int:
-    """How many ids of its chunk each row reads in a pass that may split chunks: the widest
-    chunk length at which at least half of the pass's cells (rows x width) are real ids."""
-    best = 1
-    for width in sorted(set(chunks)):
-        if 2 * sum(min(n, width) for n in chunks) >= len(chunks) * width:
-            best = width
-    return best
 
 
 def _worth_relaying(batch: list[Row], width: int, threshold: float) -> bool:

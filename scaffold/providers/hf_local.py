@@ -38,9 +38,7 @@ data path) without keeping a vocabulary-sized score tensor per step:
     greedy). Pure temperature sampling: no top-k / top-p, so this is also what a
     trainer recomputes from logits / T. Under constrained decoding the sample comes
     from that distribution renormalised over the grammar's allowed ids, and the
-    record keeps the model's own logprob plus a mask of the tokens the grammar forced
-    (with `score_forced=False`, 0.0 for a forced token: a trainer's sampler, whose rows
-    drop those logprobs, saves the passes that would score them).
+    record keeps the model's own logprob plus a mask of the tokens the grammar forced.
   * With `config.rollout_id` set, a prompt extends the rollout's previous turn's exact
     ids (token_prompts.py), so a rollout's turns merge into training rows by prefix.
 Temperature: the call's, else the spec's, else the model's generation_config
@@ -137,7 +135,6 @@ class LocalChatModel:
         copy_quotes: bool = False,
         max_request_quotes: int | None = None,
         record_logprobs: bool = True,
-        score_forced: bool = True,
         prefix_cache_tokens: int = 256,
         turn_cache_mb: int = 2048,
         bf16_autocast: bool = False,
@@ -147,9 +144,6 @@ class LocalChatModel:
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.max_tokens, self.tool_role, self.policy_version = max_tokens, tool_role, policy_version
         self.constrained, self.record_logprobs = constrained, record_logprobs
-        # False: a grammar-forced id's logprob is 0.0 (training drops it: no loss on it), and a
-        # pass may read a long forced run in parts (decode.py, `pass_width`).
-        self.score_forced = score_forced
         self.max_calls_per_turn, self.copy_quotes = max_calls_per_turn, copy_quotes
         self.max_request_quotes = max_request_quotes
         # Decode under bf16 autocast (weights stay as they are; the trainer's update uses the same).
@@ -171,7 +165,7 @@ class LocalChatModel:
         model_default = float(gen.temperature or 1.0) if gen is not None and gen.do_sample else 0.0
         self.temperature = model_default if temperature is None else temperature
         self.stop_ids = _stop_ids(model, tokenizer)
-        self.forward_passes = 0  # decode passes so far (a pass reads a chunk, or part of one, of each row)
+        self.forward_passes = 0  # decode passes so far (a pass reads a chunk of each row)
         self.compactions = 0  # times a decode re-laid its batch (finished rows dropped, padding squeezed out)
         self.decode_stats = DecodeStats()  # where decode time went (training logs it per step as sampler/*)
         pad = tokenizer.pad_token_id
@@ -335,7 +329,6 @@ class LocalChatModel:
             new_generator=lambda seed: _generator(seed, device),
             abandoned=batch_abandoned,
             keep_kv=self._turns is not None,
-            score_forced=self.score_forced,
         )
         self.forward_passes += result.counts.passes
         self.compactions += result.counts.compactions
