@@ -46,15 +46,15 @@ async def _together_and_alone(chat_options: dict) -> tuple[list, list, int]:
     together = await asyncio.gather(*(chat.generate(_messages(t), TOOLS, c) for t, c in zip(texts, configs, strict=True)))
     assert chat.batcher.batch_sizes[-1] == 4
     alone = [await tiny_chat(**chat_options).generate(_messages(t), TOOLS, c) for t, c in zip(texts, configs, strict=True)]
-    return [r.tokens for r in together], [r.tokens for r in alone], chat.compactions
+    return [r.tokens for r in together], [r.tokens for r in alone], chat.relays
 
 
 def test_a_batch_of_rows_with_different_forced_runs_decodes_as_each_alone() -> None:
     """Also when rows that finished leave the batch and the padding between the others'
-    tokens is squeezed out of the cache on the way (compactions)."""
-    together, alone, compactions = asyncio.run(
+    tokens is squeezed out of the cache on the way (relays)."""
+    together, alone, relays = asyncio.run(
         _together_and_alone({"max_tokens": 200, "constrained": True, "max_calls_per_turn": 2}))
-    assert compactions >= 1
+    assert relays >= 1
     for t, a in zip(together, alone, strict=True):
         assert t.completion_ids == a.completion_ids and t.completion_mask == a.completion_mask
         assert max(abs(x - y) for x, y in zip(t.completion_logprobs, a.completion_logprobs, strict=True)) < 1e-4
@@ -70,7 +70,7 @@ def test_decode_stats_say_where_the_passes_went_and_start_over_when_taken() -> N
 
     asyncio.run(four())
     stats = chat.decode_stats.take()
-    assert stats["batches"] == 1 and stats["passes"] == chat.forward_passes and stats["relays"] == chat.compactions
+    assert stats["batches"] == 1 and stats["passes"] == chat.forward_passes and stats["relays"] == chat.relays
     assert 1 <= stats["rows_per_pass"] <= 4 and 0 < stats["padding_share"] < 1  # unequal forced runs pad
     assert stats["first_pass_s"] > 0 and stats["later_passes_s"] > 0
     assert chat.decode_stats.take() == {}  # taken: the next step counts from zero
@@ -88,5 +88,5 @@ def test_a_relay_frees_the_cache_the_batch_started_with() -> None:
         tiny_model(), requests, reused=[0, 0], cache=cache, cached_mask=[[], []], cache_arg="cache", pad_id=0,
         stop_ids=frozenset(), record=True, device=torch.device("cpu"), new_generator=lambda seed: None, compact_below=0.999,
     )
-    assert result.counts.compactions >= 1 and cache.layers == []
+    assert result.counts.relays >= 1 and cache.layers == []
     assert [len(row.ids) for row in result.rows] == [2, 30]

@@ -122,7 +122,7 @@ class DecodeCounts:
     """What decoding did and where its time went (one batch, or summed by `DecodeStats`)."""
 
     passes: int = 0
-    compactions: int = 0  # times the batch was re-laid (rows dropped, padding squeezed out)
+    relays: int = 0  # times the batch was re-laid (rows dropped, padding squeezed out)
     first_pass_s: float = 0.0  # the pass that reads the prompts' new tokens (prefill)
     later_passes_s: float = 0.0
     relay_s: float = 0.0
@@ -160,7 +160,7 @@ class DecodeStats(DecodeCounts):
         return {
             "batches": done.batches,
             "passes": done.passes,
-            "relays": done.compactions,
+            "relays": done.relays,
             "first_pass_s": done.first_pass_s,
             "later_passes_s": done.later_passes_s,
             "relay_s": done.relay_s,
@@ -216,7 +216,7 @@ def decode_batch(
         if threshold > 0 and is_growing(cache) and _worth_relaying(batch, width, threshold):
             started = time.perf_counter()
             cache, width, attention, batch = _relay(cache, batch, keep_kv, device)
-            counts.compactions += 1
+            counts.relays += 1
             counts.relay_s += _elapsed(started, device)
         chunks = [row.chunk for row in batch]
         ids, mask = left_pad(chunks, pad_id)
