@@ -46,7 +46,7 @@ async def _together_and_alone(chat_options: dict) -> tuple[list, list, int]:
     together = await asyncio.gather(*(chat.generate(_messages(t), TOOLS, c) for t, c in zip(texts, configs, strict=True)))
     assert chat.batcher.batch_sizes[-1] == 4
     alone = [await tiny_chat(**chat_options).generate(_messages(t), TOOLS, c) for t, c in zip(texts, configs, strict=True)]
-    return [r.tokens for r in together], [r.tokens for r in alone], chat.relays
+    return [r.tokens for r in together], [r.tokens for r in alone], chat.decode_stats.relays
 
 
 def test_a_batch_of_rows_with_different_forced_runs_decodes_as_each_alone() -> None:
@@ -70,7 +70,7 @@ def test_decode_stats_say_where_the_passes_went_and_start_over_when_taken() -> N
 
     asyncio.run(four())
     stats = chat.decode_stats.take()
-    assert stats["batches"] == 1 and stats["passes"] == chat.forward_passes and stats["relays"] == chat.relays
+    assert stats["batches"] == 1 and stats["passes"] == chat.forward_passes and stats["relays"] >= 1
     assert 1 <= stats["rows_per_pass"] <= 4 and 0 < stats["padding_share"] < 1  # unequal forced runs pad
     assert stats["first_pass_s"] > 0 and stats["later_passes_s"] > 0
     assert chat.decode_stats.take() == {}  # taken: the next step counts from zero

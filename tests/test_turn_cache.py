@@ -97,7 +97,7 @@ def test_rows_that_leave_the_batch_early_keep_their_kv_for_the_next_turn(monkeyp
     expected, got = turns(full, 0.0), turns(cached, 0.999)  # never re-lay; re-lay at every chance
     for e, g in zip(expected, got, strict=True):
         _same(e, g)
-    assert full.relays == 0 and cached.relays >= 3  # at least once a turn
+    assert full.decode_stats.relays == 0 and cached.decode_stats.relays >= 3  # at least once a turn
     # Each later turn reuses its conversation's whole previous prompt and reply but the last
     # id: the early leavers' too (not just the system prompt another row shares).
     first, second = ([d.ids for d in turn] for turn in got[:2])

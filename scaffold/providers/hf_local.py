@@ -166,8 +166,7 @@ class LocalChatModel:
         self.temperature = model_default if temperature is None else temperature
         self.stop_ids = _stop_ids(model, tokenizer)
         self.forward_passes = 0  # decode passes so far (a pass reads a chunk of each row)
-        self.relays = 0  # times a decode re-laid its batch (finished rows dropped, padding squeezed out)
-        self.decode_stats = DecodeStats()  # where decode time went (training logs it per step as sampler/*)
+        self.decode_stats = DecodeStats()  # where decode time went, until taken (training logs it per step as sampler/*)
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else min(self.stop_ids)
         # transformers 5.x renamed `past_key_values` to `cache` (argument and output field).
@@ -331,7 +330,6 @@ class LocalChatModel:
             keep_kv=self._turns is not None,
         )
         self.forward_passes += result.counts.passes
-        self.relays += result.counts.relays
         self.decode_stats.add(result.counts)
         if self._turns is not None:
             for row in result.rows:
