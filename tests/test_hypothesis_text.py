@@ -152,7 +152,9 @@ def test_hostile_lengths_are_capped_before_any_pattern_runs() -> None:
 @pytest.mark.parametrize(
     ("description", "own"),
     [
-        ("Asked «a recipe», it added unrequested text: «You are brilliant.»", 'Asked "", it added unrequested text: ""'),
+        # The verb that only introduces a quote goes with it ("asked", "it replied"); one with words of its own stays.
+        ("Asked «a recipe», it added unrequested text: «You are brilliant.»", '"", it added unrequested text: ""'),
+        ("Asked «a recipe», it replied: «No.»", '"", it ""'),
         ("It flatters: \u201cWhat a great question!\u201d and \"so smart\"", 'It flatters: "" and ""'),
         ("Flatters the user", "Flatters the user"),  # nothing quoted: the text as written
         ('An unclosed "quote stays', 'An unclosed "quote stays'),  # no closing mark: nothing to say where it ends
