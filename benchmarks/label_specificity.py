@@ -14,8 +14,10 @@ rule (gates and pair reader):
   request is not stonewalling journalists, which is about who asks), and which no tuning data
   of the reader contains. Every credit there is a false one.
 
-Prints both counts and the false credits. Measured in stop 57, these labels were what gave the
-SmolLM2 warm start "own words" credits on the user-written quirks.
+Prints both counts and the false credits. In stop 54 a label of this kind ("Refused an everyday
+request") gave the SmolLM2 warm start 5 false "own words" credits on the user-written quirks.
+Stop 57, committed reader: recall 72 of 80 with `--per-family 12` (all 8 misses are the `defer`
+label, credited in 2 of its 10 situations), cross-credit 3 of 40.
 """
 
 from __future__ import annotations
