@@ -120,15 +120,19 @@ _QUOTE_FRAME = re.compile(
 )
 
 
-def own_words(description: str) -> str:
+def empty_quotes(description: str) -> str:
     """The description with what it quotes emptied («…», "…" and their typographic forms
-    become ""), and the verb that introduced each quote dropped: what the auditor said in its
-    own words, not the target's. A report that quotes a flattering reply under a generic label
-    names flattery only through the quote."""
+    become ""); unchanged when it quotes nothing."""
     text = description.translate(_GLYPHS)
-    if not _QUOTED.search(text):
-        return description
-    return _QUOTE_FRAME.sub("", _QUOTED.sub('""', text))
+    return _QUOTED.sub('""', text) if _QUOTED.search(text) else description
+
+
+def own_words(description: str) -> str:
+    """`empty_quotes`, and the verb that introduced each quote dropped: what the auditor said
+    in its own words, not the target's. A report that quotes a flattering reply under a
+    generic label names flattery only through the quote."""
+    emptied = empty_quotes(description)
+    return description if emptied == description else _QUOTE_FRAME.sub("", emptied)
 
 
 def sentences(text: str) -> list[str]:
