@@ -35,7 +35,7 @@ from scaffold.checkpoints import open_store_checkpointer
 from scaffold.events import Event
 from scaffold.messages import GenerateConfig
 from scaffold.model import ChatModel, close_model
-from scaffold.run import AuditResult, ResumeError, resume_audit, run_audit
+from scaffold.run import AuditResult, ResumeError, SharedStart, resume_audit, run_audit
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from scaffold.state import AuditBudget, BudgetShorthands
@@ -263,7 +263,8 @@ def _checkpoints(shared: Any, store: Store, out: Path) -> contextlib.AbstractAsy
 TARGET_SEED_OFFSET = 1 << 19
 
 
-def _configs(job: AuditJob) -> dict[str, GenerateConfig | None]:
+def sampling_configs(job: AuditJob) -> dict[str, GenerateConfig | None]:
+    """The auditor's and the target's generation configs: seeded streams when the job has a sample seed."""
     if job.sample_seed is None:
         return {"auditor_config": None, "target_config": None}
     # Different streams for the two sides: the target's seeds start far from the auditor's.
@@ -271,6 +272,14 @@ def _configs(job: AuditJob) -> dict[str, GenerateConfig | None]:
         "auditor_config": GenerateConfig(seed=job.sample_seed),
         "target_config": GenerateConfig(seed=job.sample_seed + TARGET_SEED_OFFSET),
     }
+
+
+def job_opening(job: AuditJob) -> tuple[str, str, bool]:
+    """The auditor's system prompt and seed message for `job` (its manual, its full turn budget),
+    and whether the auditor reads the tools' brief definitions (the compact manual)."""
+    manual = resolve_manual(job.manual, job.auditor)
+    prompt = auditor_system_prompt([t.definition for t in AUDITOR_TOOLS.values()], job.max_turns, manual)
+    return prompt, seed_message(job.seed, job.max_turns), manual == "compact"
 
 
 async def run_judged_audit(
@@ -282,11 +291,13 @@ async def run_judged_audit(
     on_events: Callable[[list[Event]], None] | None = None,
     models: AuditModels | None = None,
     checkpointer: Any = None,
+    start: SharedStart | None = None,
 ) -> JudgedAudit:
     """Run `job` from the start, with checkpoints beside the store.
 
     With `models` (and `checkpointer`), the audit uses and leaves open those; otherwise
-    it builds (opens) its own.
+    it builds (opens) its own. With `start` (the job's first turns, played once by
+    `scaffold.run.play_shared_start` with `job_opening(job)`), it plays only the turns after.
     """
     target_spec = check_job(job)
     manual = resolve_manual(job.manual, job.auditor)
@@ -306,21 +317,22 @@ async def run_judged_audit(
         # server stores, finds its checkpoints there.
         config={**job.model_dump(mode="json"), "out_dir": str(out)},
     )
-    prompt = auditor_system_prompt([t.definition for t in AUDITOR_TOOLS.values()], job.max_turns, manual)
+    prompt, seed, brief_tools = job_opening(job)
 
     def play(saver: Any) -> Awaitable[AuditResult]:
         return run_audit(
             models.auditor,
             models.target,
-            seed_message(job.seed, job.max_turns),
+            seed,
             auditor_prompt=prompt,
             budget=budget,
             run_id=run_id,
             sink=ObservedStore(store, on_events),
             checkpointer=saver,
             redact=secrets.redact,
-            brief_tools=manual == "compact",
-            **_configs(job),
+            brief_tools=brief_tools,
+            start=start,
+            **sampling_configs(job),
         )
 
     return await _play_and_finish(play, job, target_spec, models, owned, store, secrets, out, checkpointer)
@@ -358,7 +370,7 @@ async def resume_judged_audit(
             budget=budget,
             redact=secrets.redact,
             brief_tools=manual == "compact",
-            **_configs(job),
+            **sampling_configs(job),
         )
 
     return await _play_and_finish(play, job, target_spec, models, owned, store, secrets, out, checkpointer)

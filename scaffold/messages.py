@@ -184,6 +184,10 @@ class GenerateConfig(BaseModel):
     # each prompt as an extension of the previous turn's exact ids (DESIGN.md, training
     # data path) and stamps it on the TokenRecord; other models ignore it.
     rollout_id: str | None = None
+    # The rollout whose turns this one started from (scaffold.run.SharedStart: a training
+    # group's shared first turns). Until this rollout has a turn of its own, a token-level
+    # policy builds its prompt as an exact extension of that rollout's last turn.
+    continues: str | None = None
     # The reply must call this tool (the audit's last turn asks for submit_report). API
     # providers send it as tool_choice, a constrained local policy's grammar allows only
     # this tool; a model that cannot enforce it still reads the scaffold's notice.

@@ -175,7 +175,10 @@ async def auditor_node(state: AuditState, runtime: Runtime[AuditContext]) -> dic
     tools = [tool.brief_definition if ctx.brief_tools else tool.definition for tool in ctx.tools.values()]
     config = _per_call_seed(ctx.auditor_config or GenerateConfig(), t.auditor_turns)
     cites = citable_ids(t)
-    update = {"rollout_id": t.run_id, "citable_ids": cites, "quotable": quotable_replies(t, cites), **_last_turn(ctx)}
+    update = {
+        "rollout_id": t.run_id, "continues": ctx.started_from, "citable_ids": cites,
+        "quotable": quotable_replies(t, cites), **_last_turn(ctx),
+    }
     config = config.model_copy(update=update)
     response = await _generate("auditor", ctx.auditor, t.auditor_messages, tools, config)
     message = response.message.model_copy(update={"id": t.new_id("a"), "role": "assistant"})

@@ -96,6 +96,55 @@ def _failed(ctx: AuditContext, where: str, error: str) -> AuditResult:
     return AuditResult(run_id=t.run_id, transcript=t, status="failed", error=error)
 
 
+@dataclass(frozen=True)
+class SharedStart:
+    """An audit's first turns, played once, that several audits continue (`run_audit(start=...)`).
+
+    A training group's G rollouts can share them: they then differ only in the turns after,
+    so their advantages compare what those turns did (training/rollouts.py).
+    """
+
+    run_id: str  # the audit that played them; a token-level policy extends its exact ids
+    events: tuple[Event, ...]  # from the auditor's system prompt up to where its next turn would begin
+    turns: int
+
+
+async def play_shared_start(
+    auditor: ChatModel,
+    target: ChatModel,
+    seed: str,
+    *,
+    auditor_prompt: str,
+    budget: AuditBudget,
+    turns: int,
+    run_id: str | None = None,
+    auditor_config: GenerateConfig | None = None,
+    target_config: GenerateConfig | None = None,
+    redact: Callable[[str], str] = keep_text,
+    brief_tools: bool = False,
+) -> SharedStart | None:
+    """Play the first `turns` auditor turns of an audit under `budget`, for audits to continue.
+
+    `auditor_prompt` and `seed` are the whole audit's (they state its full turn budget); the
+    audit stops after `turns`, before any last-turn notice. It is neither stored nor
+    checkpointed. None when it ended sooner (a report, end_conversation, a failure): there
+    is nothing left to continue.
+    """
+    if not 0 < turns < budget.max_turns:
+        raise ValueError(
+            f"a shared start plays 1 to {budget.max_turns - 1} of the audit's {budget.max_turns} turns, not {turns}"
+        )
+    stop = budget.model_copy(update={"max_turns": turns, "report_on_last_turn": False})
+    result = await run_audit(
+        auditor, target, seed, auditor_prompt=auditor_prompt, budget=stop, run_id=run_id,
+        auditor_config=auditor_config, target_config=target_config, redact=redact, brief_tools=brief_tools,
+    )
+    t = result.transcript
+    if result.status != "completed" or t.end is None or t.end.reason != "max_turns" or t.report is not None:
+        return None
+    return SharedStart(run_id=t.run_id, events=tuple(e for e in t.events if e is not t.end), turns=t.auditor_turns)
+
+
 async def run_audit(
     auditor: ChatModel,
     target: ChatModel,
@@ -110,6 +159,7 @@ async def run_audit(
     target_config: GenerateConfig | None = None,
     redact: Callable[[str], str] = keep_text,
     brief_tools: bool = False,
+    start: SharedStart | None = None,
 ) -> AuditResult:
     """Audit `target` with `auditor`, starting from the seed instruction.
 
@@ -117,15 +167,25 @@ async def run_audit(
     user message; with `brief_tools`, each tool's brief definition (a compact manual).
     Events go to `sink` as each step completes; with a LangGraph
     `checkpointer` the audit can later be resumed by `resume_audit`.
+    With `start` (played with the same prompt and seed), the audit begins where that
+    shared start ended: its events are copied into this run, which plays the turns after.
     """
     budget = budget or AuditBudget()
     transcript = Transcript(run_id or uuid.uuid4().hex[:12])
-    for role, text in (("system", auditor_prompt), ("user", seed)):
-        message = Message(id=transcript.new_id("a"), role=role, content=text)  # type: ignore[arg-type]
-        transcript.append(AuditorMessageEvent(message=message))
+    opening = [("system", auditor_prompt), ("user", seed)]
+    if start is not None:
+        begun = [(e.message.role, e.message.content) for e in start.events[:INITIAL_EVENTS]]  # type: ignore[union-attr]
+        if begun != opening:
+            raise ValueError(f"shared start {start.run_id} was played with another auditor prompt or seed")
+        for event in start.events:
+            transcript.append(event.model_copy(deep=True))  # appending numbers the copy in this run
+    else:
+        for role, text in opening:
+            message = Message(id=transcript.new_id("a"), role=role, content=text)  # type: ignore[arg-type]
+            transcript.append(AuditorMessageEvent(message=message))
     ctx = AuditContext(
         transcript, auditor, target, budget, sink, auditor_config=auditor_config, target_config=target_config, redact=redact,
-        brief_tools=brief_tools,
+        brief_tools=brief_tools, started_from=start.run_id if start is not None else None,
     )
     transcript.flush(sink)
     state: AuditState = {"cursor": {"event_count": len(transcript.events), "call_count": 0, "call_index": 0}}

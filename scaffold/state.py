@@ -116,5 +116,7 @@ class AuditContext:
     brief_tools: bool = False
     auditor_config: GenerateConfig | None = None
     target_config: GenerateConfig | None = None
+    # The run whose first turns this audit copied and continues (scaffold.run.SharedStart).
+    started_from: str | None = None
     # Applied to every error text before LangGraph or the store can keep it.
     redact: Callable[[str], str] = keep_text

@@ -150,6 +150,14 @@ class TasksConfig(_Strict, BudgetShorthands):
         description="Each rollout's limits (AuditBudget: max_turns, max_tool_calls_per_turn, report_on_last_turn, "
         "...); `tasks.max_turns` may be written for `tasks.budget.max_turns`.",
     )
+    shared_turns: int = Field(
+        0,
+        ge=0,
+        description="The first N auditor turns that a group's G rollouts share: one audit plays them once and every "
+        "rollout of the group continues from there, so the group differs only in the turns after and its advantages "
+        "compare only what those turns did (the shared turns carry no loss). 0: every rollout is a whole audit. "
+        "Below budget.max_turns; one training process only.",
+    )
     curriculum: list[CurriculumStage] = Field(
         default_factory=list,
         description="Organism difficulty by step, easiest first: e.g. [{until_step: 15, difficulty: easy}, "
@@ -174,6 +182,9 @@ class TasksConfig(_Strict, BudgetShorthands):
             if held:
                 raise ValueError(f"tasks.families: {held[0]!r} is a held-out family of tasks.generated; "
                                  "it is never trained on")
+        if self.shared_turns >= self.budget.max_turns:
+            raise ValueError(f"tasks.shared_turns ({self.shared_turns}) must be below tasks.max_turns "
+                             f"({self.budget.max_turns}): a group must have turns of its own")
         bounds = [stage.until_step for stage in self.curriculum]
         if any(b is None for b in bounds[:-1]) or bounds[:-1] != sorted(set(bounds[:-1])):  # type: ignore[type-var]
             raise ValueError("tasks.curriculum: every stage but the last needs an until_step, in increasing order")

@@ -25,13 +25,14 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from auditor.seeds import get_seed
-from evals.audit_job import AuditJob, AuditModels, TargetCache, run_judged_audit
+from evals.audit_job import AuditJob, AuditModels, TargetCache, job_opening, run_judged_audit, sampling_configs
 from evals.suites import split_quirk_ids
 from rewards.hacking import hacking_flags
 from rewards.judges import Judge
 from rewards.types import JudgeResult, RewardResult
 from scaffold.checkpoints import open_store_checkpointer
 from scaffold.model import ChatModel
+from scaffold.run import SharedStart, play_shared_start
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
 from scaffold.store import Store
@@ -125,6 +126,7 @@ class Rollout:
     wall_s: float = 0.0
     error: str | None = None
     hacks: dict[str, bool] = field(default_factory=dict)
+    start: str | None = None  # the shared start it continued (tasks.shared_turns)
 
     @property
     def turns(self) -> int:
@@ -136,10 +138,11 @@ class Rollout:
         return tool_pattern(self.transcript) if self.transcript else ""
 
 
-def _row(transcript: Transcript) -> tuple[TrainingRow | None, int, int]:
+def _row(transcript: Transcript, context_turns: int = 0) -> tuple[TrainingRow | None, int, int]:
     """The rollout's trainable row (the one holding its last turn), its prefix breaks and
-    the turns of the other rows (which TRL's one-completion-per-rollout cannot carry)."""
-    merged = merge_turns(transcript.run_id, token_records(transcript))
+    the turns of the other rows (which TRL's one-completion-per-rollout cannot carry).
+    The first `context_turns` turns (a group's shared start) carry no loss."""
+    merged = merge_turns(transcript.run_id, token_records(transcript), context_turns)
     if not merged.rows:
         return None, merged.prefix_breaks, 0
     row = merged.rows[-1]
@@ -177,18 +180,8 @@ class RolloutRunner:
     def _models(self, spec: TargetSpec) -> AuditModels:
         return AuditModels(self.sampler, self.targets.get(spec), self.judge)
 
-    async def run(self, tasks: list[RolloutTask], step: int) -> list[Rollout]:
-        """One rollout per entry of `tasks` (a task repeated G times gives its group), concurrently."""
-        async with open_store_checkpointer(self.store, self.out) as saver:
-            return list(await asyncio.gather(
-                *(self._one(t, step, self.ranks.global_index(i, len(tasks)), saver) for i, t in enumerate(tasks))
-            ))
-
-    async def _one(self, task: RolloutTask, step: int, index: int, saver: Any) -> Rollout:
-        spec = self._target_spec(task.quirk, step)
-        # A step replayed after a crash gets fresh run ids; its samples are the same (sample_seed).
-        run_id = f"s{step:05d}-{index:03d}-{task.quirk}-{uuid.uuid4().hex[:4]}"
-        job = AuditJob(
+    def _job(self, task: RolloutTask, spec: TargetSpec, step: int, index: int) -> AuditJob:
+        return AuditJob(
             target=spec,
             auditor=f"policy:{self.config.name}",
             judge=self.config.reward.judge,
@@ -199,13 +192,68 @@ class RolloutRunner:
             sample_seed=rollout_seed(self.config.seed, step, index),
             manual=self.config.policy.manual,
         )
+
+    async def run(self, tasks: list[RolloutTask], step: int) -> list[Rollout]:
+        """One rollout per entry of `tasks` (a task repeated G times gives its group), concurrently.
+
+        With `tasks.shared_turns`, each group's first turns are played once and its rollouts
+        continue from them.
+        """
+        starts = await self._shared_starts(tasks, step) if self.config.tasks.shared_turns else {}
+        group = self.config.group_size
+        async with open_store_checkpointer(self.store, self.out) as saver:
+            return list(await asyncio.gather(
+                *(self._one(t, step, self.ranks.global_index(i, len(tasks)), saver, starts.get(i // group))
+                  for i, t in enumerate(tasks))
+            ))
+
+    async def _shared_starts(self, tasks: list[RolloutTask], step: int) -> dict[int, SharedStart]:
+        """Each group's shared first turns, played concurrently; a group whose start ended
+        early (a report, a failure) is left out, and its rollouts are whole audits."""
+        if self.ranks.world > 1:  # a rank's slice may cut a group, whose halves would play different starts
+            raise SpecError("tasks.shared_turns needs a single training process")
+        group = self.config.group_size
+        firsts = list(range(0, len(tasks), group))
+        for first in firsts:
+            if any(t != tasks[first] for t in tasks[first : first + group]):
+                raise SpecError(f"step {step + 1}: rollouts {first}-{first + group - 1} are not one group of one task")
+        played = await asyncio.gather(*(self._start(tasks[first], step, first // group) for first in firsts))
+        return {g: start for g, start in enumerate(played) if start is not None}
+
+    async def _start(self, task: RolloutTask, step: int, group: int) -> SharedStart | None:
+        spec = self._target_spec(task.quirk, step)
+        # Its own sampling streams: negative indexes never meet a rollout's.
+        job = self._job(task, spec, step, -(group + 1))
+        prompt, seed, brief_tools = job_opening(job)
+        models = self._models(spec)
+        try:
+            start = await play_shared_start(
+                models.auditor, models.target, seed, auditor_prompt=prompt, budget=job.budget,
+                turns=self.config.tasks.shared_turns, run_id=f"s{step:05d}-g{group:03d}-{task.quirk}-start",
+                redact=self.secrets.redact, brief_tools=brief_tools, **sampling_configs(job),
+            )
+        except Exception:  # noqa: BLE001 - its group still runs, as whole audits
+            log.exception("step %d: the shared start of group %d failed", step + 1, group)
+            return None
+        if start is None:
+            log.info("step %d: group %d's shared start ended early; its rollouts are whole audits", step + 1, group)
+        return start
+
+    async def _one(
+        self, task: RolloutTask, step: int, index: int, saver: Any, start: SharedStart | None = None
+    ) -> Rollout:
+        spec = self._target_spec(task.quirk, step)
+        # A step replayed after a crash gets fresh run ids; its samples are the same (sample_seed).
+        run_id = f"s{step:05d}-{index:03d}-{task.quirk}-{uuid.uuid4().hex[:4]}"
+        job = self._job(task, spec, step, index)
         started = time.perf_counter()
         try:
             judged = await run_judged_audit(
-                job, self.store, self.secrets, self.out, run_id=run_id, models=self._models(spec), checkpointer=saver
+                job, self.store, self.secrets, self.out, run_id=run_id, models=self._models(spec), checkpointer=saver,
+                start=start,
             )
             transcript = judged.transcript
-            row, breaks, dropped = _row(transcript)
+            row, breaks, dropped = _row(transcript, start.turns if start is not None else 0)
             hacks = hacking_flags(transcript, self.config.reward.weights)
             # No verdict is not a zero: a rollout the judge could not score gets no advantage.
             # The reward is the one the job computed and stored with its verdict, never a second computation.
@@ -216,7 +264,7 @@ class RolloutRunner:
         error = judged.judge.error or (None if judged.result.status == "completed" else judged.result.error)
         return Rollout(
             task, run_id, transcript, judged.judge, reward, row, breaks, dropped,
-            wall_s=time.perf_counter() - started, error=error, hacks=hacks,
+            wall_s=time.perf_counter() - started, error=error, hacks=hacks, start=start.run_id if start else None,
         )
 
     async def close(self) -> None:
@@ -270,6 +318,7 @@ def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:
     sampled = sum(sum(r.row.completion_mask) for r in rollouts if r.row)
     out["tokens/sampled"] = sampled
     out["tokens/masked_fraction"] = 1 - sampled / completion if completion else 0.0
+    out["shared_starts"] = len({r.start for r in rollouts if r.start})
     out["prefix_breaks"] = sum(r.prefix_breaks for r in rollouts)
     out["dropped_turns"] = sum(r.dropped_turns for r in rollouts)
     out["hacky_rate"] = sum(1 for r in with_transcript if any(r.hacks.values())) / len(with_transcript) if with_transcript else 0.0
@@ -324,6 +373,7 @@ def rollout_lines(rollouts: list[Rollout], step: int) -> list[str]:
                     "turns": r.turns,
                     "pattern": r.pattern,
                     "hacks": [k for k, v in r.hacks.items() if v],
+                    "shared_start": r.start,
                     "wall_s": round(r.wall_s, 3),
                     "error": r.error,
                 }

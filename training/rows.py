@@ -77,9 +77,11 @@ def _new_row(rollout_id: str, record: TokenRecord) -> TrainingRow:
     )
 
 
-def _append_completion(row: TrainingRow, index: int, record: TokenRecord) -> None:
+def _append_completion(row: TrainingRow, index: int, record: TokenRecord, trained: bool = True) -> None:
     ids = record.completion_ids
     mask = record.completion_mask if record.completion_mask is not None else [1] * len(ids)
+    if not trained:
+        mask = [0] * len(ids)
     lps = record.completion_logprobs if record.completion_logprobs is not None else [0.0] * len(ids)
     if not (len(mask) == len(ids) == len(lps)):
         raise ValueError(f"turn {index}: completion ids, mask and logprobs differ in length")
@@ -90,8 +92,12 @@ def _append_completion(row: TrainingRow, index: int, record: TokenRecord) -> Non
     row.policy_versions.append(record.policy_version)
 
 
-def merge_turns(rollout_id: str, records: Iterable[TokenRecord]) -> RolloutRows:
-    """Merge a rollout's turns, in order, into rows by exact prefix."""
+def merge_turns(rollout_id: str, records: Iterable[TokenRecord], context_turns: int = 0) -> RolloutRows:
+    """Merge a rollout's turns, in order, into rows by exact prefix.
+
+    The first `context_turns` turns are context only (a training group's shared start,
+    the same tokens in every rollout of the group): their completions carry no loss.
+    """
     rows: list[TrainingRow] = []
     breaks = turns = 0
     for index, record in enumerate(records):
@@ -107,7 +113,7 @@ def merge_turns(rollout_id: str, records: Iterable[TokenRecord]) -> RolloutRows:
                 breaks += 1
             row = _new_row(rollout_id, record)
             rows.append(row)
-        _append_completion(row, index, record)
+        _append_completion(row, index, record, trained=index >= context_turns)
     return RolloutRows(rollout_id=rollout_id, rows=rows, prefix_breaks=breaks, turns=turns)
 
 

@@ -145,6 +145,8 @@ class PromptBuilder:
         """The prompt ids for this call: an exact extension of the rollout's last turn when possible."""
         config = config or GenerateConfig()
         session = self._sessions.get(config.rollout_id) if config.rollout_id else None
+        if session is None and config.continues:  # a branch's first turn: the shared start's ids
+            session = self._sessions.get(config.continues)
         if session is not None and config.sample_as == "assistant":
             suffix = self._environment_text(session, messages, tools)
             if suffix is not None:
