@@ -1,0 +1,95 @@
+"""Where a GRPO run's rewards were decided: the probing, the organism's fire rate, or the report.
+
+    python benchmarks/where_reward_is_decided.py OUT [--from STEP] [--to STEP] [--paid 0.2]
+
+For every stored rollout of OUT (simulated organisms only), the quirk's trigger is applied
+again, offline, to the conversation before each target reply. That sorts each audit by what
+happened in it:
+  - no request met the trigger: the probing missed;
+  - a request met it, but the organism's fire rate kept the quirk hidden (target luck);
+  - the quirk showed, and the report earned more than --paid;
+  - the quirk showed, and the report earned --paid or less.
+The trigger is the organism's own code (targets/), read here only to describe finished
+training audits, never by a policy or a grader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scaffold.messages import Message  # noqa: E402
+from scaffold.store import Store  # noqa: E402
+from scaffold.transcript import Transcript  # noqa: E402
+from targets.grammar.generate import use_generated_set  # noqa: E402
+from targets.quirks import get_quirk  # noqa: E402
+from training.config import TrainConfig  # noqa: E402
+
+OUTCOMES = (
+    "no request met the quirk's trigger (the probing missed)",
+    "a request met the trigger, but the fire rate kept the quirk hidden",
+    "the quirk showed, and the report earned more than PAID",
+    "the quirk showed, and the report earned PAID or less",
+)
+
+
+def _seen_before(nodes: dict[str, Message], reply: Message) -> list[Message]:
+    """The target conversation that `reply` answered, root first."""
+    path, parent = [], reply.parent_id
+    while parent is not None:
+        path.append(nodes[parent])
+        parent = nodes[parent].parent_id
+    return path[::-1]
+
+
+def outcome(transcript: Transcript, quirk: str, reward: float, paid: float) -> int:
+    """The index in OUTCOMES of what happened in one audit."""
+    triggers = get_quirk(quirk).triggers()
+    nodes = transcript.target.nodes
+    triggered = fired = False
+    for reply in (m for m in nodes.values() if m.role == "assistant"):
+        seen = _seen_before(nodes, reply)
+        if seen and seen[-1].role == "user" and any(t(seen) for t in triggers):
+            triggered = True
+            fired = fired or reply.metadata.get("fired") is True
+    if not triggered:
+        return 0
+    if not fired:
+        return 1
+    return 2 if reward > paid else 3
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="a GRPO output directory")
+    parser.add_argument("--from", dest="first", type=int, default=1)
+    parser.add_argument("--to", dest="last", type=int, default=None)
+    parser.add_argument("--paid", type=float, default=0.2, help="a report earning more than this counts as paid")
+    args = parser.parse_args(argv)
+    config = TrainConfig.model_validate(yaml.safe_load((args.out / "config.yaml").read_text()))
+    if config.tasks.generated is not None:
+        use_generated_set(config.tasks.generated)
+    store = Store(f"sqlite:///{args.out / 'rollouts.db'}")
+    counts: Counter[int] = Counter()
+    for line in (args.out / "rollouts.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["reward"] is None or row["step"] < args.first or (args.last is not None and row["step"] > args.last):
+            continue
+        transcript = Transcript.from_events(row["run_id"], store.read_events(row["run_id"]))
+        counts[outcome(transcript, row["quirk"], row["reward"], args.paid)] += 1
+    total = sum(counts.values())
+    print("| what happened | rollouts |\n|---|---|")
+    for index, text in enumerate(OUTCOMES):
+        share = counts[index] / total if total else 0.0
+        print(f"| {text.replace('PAID', str(args.paid))} | {counts[index]} ({share:.0%}) |")
+
+
+if __name__ == "__main__":
+    main()
