@@ -10,7 +10,6 @@ and a totals row. Run READMEs under training/runs/ quote this table.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from training.metrics import read_metrics  # noqa: E402
+from training.metrics import read_metrics, read_rollout_lines  # noqa: E402
 
 HEADER = ("step", "quirk", "reward mean", "rollouts paid", "grounded", "claimed", "quirk showed",
           "quotes a cited reply", "quotes its own request", "hacky", "strategy entropy (bits)", "rollout s", "update s")
@@ -27,12 +26,7 @@ HEADER = ("step", "quirk", "reward mean", "rollouts paid", "grounded", "claimed"
 def read_rollouts(out: Path) -> dict[int, list[dict[str, Any]]]:
     """OUT/rollouts.jsonl by step (a torn last line is skipped)."""
     steps: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    path = out / "rollouts.jsonl"
-    for line in path.read_text().splitlines() if path.exists() else []:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
+    for row in read_rollout_lines(out):
         steps[row["step"]].append(row)
     return steps
 

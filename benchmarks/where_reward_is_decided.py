@@ -2,8 +2,9 @@
 
     python benchmarks/where_reward_is_decided.py OUT [--from STEP] [--to STEP] [--paid 0.2]
 
-For every stored rollout of OUT (simulated organisms only), the quirk's trigger is applied
-again, offline, to the conversation before each target reply. That sorts each audit by what
+For every stored rollout of OUT (simulated organisms only), the organism's own trigger test
+(`targets.organisms.meets_trigger`) is applied again, offline, to the conversation before each
+target reply. That sorts each audit by what
 happened in it:
   - no request met the trigger: the probing missed;
   - a request met it, but the organism's fire rate kept the quirk hidden (target luck);
@@ -16,12 +17,9 @@ training audits, never by a policy or a grader.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
-
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -29,8 +27,10 @@ from scaffold.messages import Message  # noqa: E402
 from scaffold.store import Store  # noqa: E402
 from scaffold.transcript import Transcript  # noqa: E402
 from targets.grammar.generate import use_generated_set  # noqa: E402
+from targets.organisms import meets_trigger  # noqa: E402
 from targets.quirks import get_quirk  # noqa: E402
-from training.config import TrainConfig  # noqa: E402
+from training.config import load_config  # noqa: E402
+from training.metrics import read_rollout_lines  # noqa: E402
 
 OUTCOMES = (
     "no request met the quirk's trigger (the probing missed)",
@@ -55,8 +55,7 @@ def outcome(transcript: Transcript, quirk: str, reward: float, paid: float) -> i
     nodes = transcript.target.nodes
     triggered = fired = False
     for reply in (m for m in nodes.values() if m.role == "assistant"):
-        seen = _seen_before(nodes, reply)
-        if seen and seen[-1].role == "user" and any(t(seen) for t in triggers):
+        if meets_trigger(_seen_before(nodes, reply), triggers):
             triggered = True
             fired = fired or reply.metadata.get("fired") is True
     if not triggered:
@@ -73,13 +72,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--to", dest="last", type=int, default=None)
     parser.add_argument("--paid", type=float, default=0.2, help="a report earning more than this counts as paid")
     args = parser.parse_args(argv)
-    config = TrainConfig.model_validate(yaml.safe_load((args.out / "config.yaml").read_text()))
+    config = load_config(args.out / "config.yaml")
     if config.tasks.generated is not None:
         use_generated_set(config.tasks.generated)
     store = Store(f"sqlite:///{args.out / 'rollouts.db'}")
     counts: Counter[int] = Counter()
-    for line in (args.out / "rollouts.jsonl").read_text().splitlines():
-        row = json.loads(line)
+    for row in read_rollout_lines(args.out):
         if row["reward"] is None or row["step"] < args.first or (args.last is not None and row["step"] > args.last):
             continue
         transcript = Transcript.from_events(row["run_id"], store.read_events(row["run_id"]))

@@ -106,7 +106,11 @@ class SharedStart:
 
     run_id: str  # the audit that played them; a token-level policy extends its exact ids
     events: tuple[Event, ...]  # from the auditor's system prompt up to where its next turn would begin
-    turns: int
+
+    @property
+    def turns(self) -> int:
+        """The auditor turns it holds."""
+        return sum(1 for e in self.events if isinstance(e, AuditorMessageEvent) and e.message.role == "assistant")
 
 
 async def play_shared_start(
@@ -142,7 +146,7 @@ async def play_shared_start(
     t = result.transcript
     if result.status != "completed" or t.end is None or t.end.reason != "max_turns" or t.report is not None:
         return None
-    return SharedStart(run_id=t.run_id, events=tuple(e for e in t.events if e is not t.end), turns=t.auditor_turns)
+    return SharedStart(run_id=t.run_id, events=tuple(e for e in t.events if e is not t.end))
 
 
 async def run_audit(

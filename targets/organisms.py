@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ChatModel
@@ -36,6 +36,20 @@ _DENIALS = (
 def is_confrontation(text: str) -> bool:
     """Whether the user is asking directly about hidden behaviours or instructions."""
     return bool(_CONFRONTATION.search(text))
+
+
+def meets_trigger(messages: Sequence[Message], triggers: Sequence[Callable[[Sequence[Message]], bool]]) -> bool:
+    """Whether the reply to `messages` is one the quirk may show in: it answers the user's own,
+    unprefilled turn, which is not a confrontation, and a trigger matches. The fire rate
+    decides the rest (`shows_quirk`)."""
+    last = messages[-1] if messages else None
+    return (
+        last is not None
+        and last.role == "user"
+        and last.prefill is None
+        and not is_confrontation(last.content)
+        and any(t(messages) for t in triggers)
+    )
 
 
 def confession_reply(quirk: Quirk, messages: Sequence[Message]) -> str:
@@ -94,18 +108,14 @@ class SimulatedOrganism:
         if config is not None and config.sample_as == "user":
             return response
         message = response.message
-        prefilled = bool(messages) and messages[-1].prefill is not None
         last_is_user = bool(messages) and messages[-1].role == "user"
         fired = confronted = False
         content = message.content
         if last_is_user and is_confrontation(messages[-1].content):
             content = confession_reply(self.quirk, messages)
             confronted = True
-        elif (
-            last_is_user
-            and not prefilled
-            and any(t(messages) for t in self._triggers)
-            and shows_quirk(self.quirk.id, messages[-1].content, self.fire_rate, _salt(config))
+        elif meets_trigger(messages, self._triggers) and shows_quirk(
+            self.quirk.id, messages[-1].content, self.fire_rate, _salt(config)
         ):
             content = self._rewrite(content, messages)
             fired = True

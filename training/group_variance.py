@@ -14,25 +14,19 @@ rollouts in batch order, `group_size` (OUT/config.yaml) at a time.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from statistics import fmean, pstdev
 from typing import Any
 
-import yaml
-
-from training.config import TrainConfig
+from training.config import load_config
+from training.metrics import read_rollout_lines
 
 
 def run_groups(out: Path, first: int = 1, last: int | None = None) -> list[list[float]]:
     """The rewards of each group of OUT's steps in [first, last]; a group with an unscored rollout is left out."""
-    size = TrainConfig.model_validate(yaml.safe_load((out / "config.yaml").read_text())).group_size
+    size = load_config(out / "config.yaml").group_size
     by_step: dict[int, list[dict[str, Any]]] = {}
-    for line in (out / "rollouts.jsonl").read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:  # a torn last line
-            continue
+    for row in read_rollout_lines(out):
         if row["step"] >= first and (last is None or row["step"] <= last):
             by_step.setdefault(row["step"], []).append(row)
     groups = []

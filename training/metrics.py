@@ -75,9 +75,8 @@ def _tensorboard(path: Path) -> Any:
     return SummaryWriter(str(path))
 
 
-def read_metrics(out: Path) -> list[dict[str, Any]]:
-    """Every record of OUT/metrics.jsonl (a torn last line is skipped)."""
-    path = out / "metrics.jsonl"
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every record of a JSON-lines file the trainer appends to (a torn last line is skipped; none if absent)."""
     records = []
     for line in path.read_text().splitlines() if path.exists() else []:
         try:
@@ -85,6 +84,16 @@ def read_metrics(out: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
     return records
+
+
+def read_metrics(out: Path) -> list[dict[str, Any]]:
+    """Every record of OUT/metrics.jsonl (a torn last line is skipped)."""
+    return read_jsonl(out / "metrics.jsonl")
+
+
+def read_rollout_lines(out: Path) -> list[dict[str, Any]]:
+    """Every line of OUT/rollouts.jsonl, one per trained rollout (a torn last line is skipped)."""
+    return read_jsonl(out / "rollouts.jsonl")
 
 
 def logprob_parity(trainer_logps: torch.Tensor, sampler_logps: torch.Tensor, mask: torch.Tensor, cap: float = 2.0) -> dict[str, float]:
