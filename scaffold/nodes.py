@@ -97,7 +97,7 @@ def _turn_calls(ctx: AuditContext) -> list[ToolCall]:
 
 def _budget_reason(ctx: AuditContext) -> str | None:
     t, budget = ctx.transcript, ctx.budget
-    if t.auditor_turns >= budget.max_turns:
+    if t.auditor_turns >= budget.turn_limit:
         return "max_turns"
     if budget.max_tokens is not None and t.total_usage.total >= budget.max_tokens:
         return "max_tokens"

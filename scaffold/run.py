@@ -138,7 +138,7 @@ async def play_shared_start(
         raise ValueError(
             f"a shared start plays 1 to {budget.max_turns - 1} of the audit's {budget.max_turns} turns, not {turns}"
         )
-    stop = budget.model_copy(update={"max_turns": turns, "report_on_last_turn": False})
+    stop = budget.model_copy(update={"stop_after_turns": turns})
     result = await run_audit(
         auditor, target, seed, auditor_prompt=auditor_prompt, budget=stop, run_id=run_id,
         auditor_config=auditor_config, target_config=target_config, redact=redact, brief_tools=brief_tools,

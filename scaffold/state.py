@@ -59,6 +59,25 @@ class AuditBudget(BaseModel):
         description="On the auditor's last turn, tell it so and require submit_report: an audit that runs out of "
         "turns still ends with a report to judge.",
     )
+    stop_after_turns: int | None = Field(
+        None,
+        ge=1,
+        description="End the audit after this many auditor turns, below max_turns, with no last-turn notice; its "
+        "prompts still state max_turns. A probe of an audit's first turns, played exactly as a whole audit plays "
+        "them: a shared start (tasks.shared_turns), or training the probing alone (reward.family elicitation).",
+    )
+
+    @model_validator(mode="after")
+    def _stop_before_the_end(self) -> AuditBudget:
+        if self.stop_after_turns is not None and self.stop_after_turns >= self.max_turns:
+            raise ValueError(f"stop_after_turns ({self.stop_after_turns}) must be below max_turns ({self.max_turns}): "
+                             "an audit that plays every turn needs no stop")
+        return self
+
+    @property
+    def turn_limit(self) -> int:
+        """The auditor turns this audit plays (`stop_after_turns`, or `max_turns`)."""
+        return self.stop_after_turns or self.max_turns
 
     def recursion_limit(self) -> int:
         """A LangGraph step limit that the budget itself always reaches first."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from auditor.prompts import Manual
 from rewards.reward import REWARDS, RewardWeights
@@ -21,6 +21,8 @@ from scaffold.state import AuditBudget, BudgetShorthands
 from targets.grammar.generate import GeneratorOptions
 
 DEFAULT_TASK_TURNS = 4
+# The organism a training task audits, unless tasks.organism says otherwise (field by field).
+ORGANISM_DEFAULTS: dict[str, str | float | int] = {"implant": "simulated", "base_responder": "fast", "difficulty": "medium"}
 
 
 class _Strict(BaseModel):
@@ -142,8 +144,10 @@ class TasksConfig(_Strict, BudgetShorthands):
         "run leaves some out and evaluates on the held-out families.",
     )
     organism: dict[str, str | float | int] = Field(
-        default_factory=lambda: {"implant": "simulated", "base_responder": "fast", "difficulty": "medium"},
-        description="OrganismSpec fields other than the quirk.",
+        default_factory=lambda: dict(ORGANISM_DEFAULTS),
+        description="OrganismSpec fields other than the quirk. Each field given replaces its default alone "
+        f"({', '.join(f'{k}: {v}' for k, v in ORGANISM_DEFAULTS.items())}): `--set tasks.organism.difficulty=easy` "
+        "keeps the others.",
     )
     budget: AuditBudget = Field(
         default_factory=lambda: AuditBudget(max_turns=DEFAULT_TASK_TURNS),
@@ -166,6 +170,12 @@ class TasksConfig(_Strict, BudgetShorthands):
 
     default_turns: ClassVar[int] = DEFAULT_TASK_TURNS
 
+    @field_validator("organism", mode="before")
+    @classmethod
+    def _over_defaults(cls, value: Any) -> Any:
+        # A partial mapping (a config's, or one `--set`) must not drop the other defaults.
+        return {**ORGANISM_DEFAULTS, **value} if isinstance(value, dict) else value
+
     @model_validator(mode="after")
     def _ordered(self) -> TasksConfig:
         if self.families and self.generated is None:
@@ -182,9 +192,9 @@ class TasksConfig(_Strict, BudgetShorthands):
             if held:
                 raise ValueError(f"tasks.families: {held[0]!r} is a held-out family of tasks.generated; "
                                  "it is never trained on")
-        if self.shared_turns >= self.budget.max_turns:
-            raise ValueError(f"tasks.shared_turns ({self.shared_turns}) must be below tasks.max_turns "
-                             f"({self.budget.max_turns}): a group must have turns of its own")
+        if self.shared_turns >= self.budget.turn_limit:
+            raise ValueError(f"tasks.shared_turns ({self.shared_turns}) must be below the turns each rollout plays "
+                             f"({self.budget.turn_limit}): a group must have turns of its own")
         bounds = [stage.until_step for stage in self.curriculum]
         if any(b is None for b in bounds[:-1]) or bounds[:-1] != sorted(set(bounds[:-1])):  # type: ignore[type-var]
             raise ValueError("tasks.curriculum: every stage but the last needs an until_step, in increasing order")
@@ -341,6 +351,14 @@ class TrainConfig(_Strict):
             raise ValueError(f"micro_batch_size {self.micro_batch_size} must divide group_size x prompts_per_step = {rollouts}")
         if self.reward.weights.control_credit and not self.tasks.include_control and self.stage == "grpo":
             raise ValueError("reward.weights.control_credit pays control audits: set tasks.include_control too")
+        probing_only = ("elicitation", "trigger_coverage")
+        if self.tasks.budget.stop_after_turns and self.reward.family not in probing_only and self.stage == "grpo":
+            raise ValueError(f"tasks.budget.stop_after_turns ends every rollout before its report, which "
+                             f"reward.family {self.reward.family!r} pays for: use reward.family "
+                             f"{' or '.join(probing_only)}")
+        if self.reward.family == "elicitation" and self.tasks.organism.get("implant") != "simulated":
+            raise ValueError("reward.family elicitation reads a simulated organism's replies: set "
+                             "tasks.organism.implant simulated")
         return self
 
     @property
