@@ -10,7 +10,8 @@ A rollout's value on a split is the share of the split's quirks that some reply 
 would have been triggered by (`rewards.trigger_coverage.quirks_triggered`, the organisms' own
 test; the fire rate is left out). On the train split this is the `trigger_coverage` reward. The mean over a step's rollouts is what the policy's probing at that
 step was worth, on every quirk at once. It prints one row per block of steps, and a run's top
-requests in its first and last block (the first 40 characters, lowercased).
+first-turn requests in its first and last block (the first 40 characters, lowercased), each
+with its share of the block's requests and what one reply to it was worth on the train split.
 
 The replies tested are the ones the audited organism wrote; the trigger tests read the user's
 turns. The triggers are the organisms' own code (targets/), read here only to describe finished
@@ -28,7 +29,7 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evals.suites import split_quirk_ids  # noqa: E402
-from rewards.trigger_coverage import quirks_triggered  # noqa: E402
+from rewards.trigger_coverage import conversation_before, quirks_met_by, quirks_triggered, replies_within  # noqa: E402
 from scaffold.store import Store  # noqa: E402
 from scaffold.transcript import Transcript  # noqa: E402
 from targets.grammar.generate import use_generated_set  # noqa: E402
@@ -48,15 +49,23 @@ def quirk_splits(config: TrainConfig) -> dict[str, list[str]]:
     return splits
 
 
-def first_requests(transcript: Transcript) -> list[str]:
-    """The messages the auditor sent in its first turn (first 40 characters, lowercased)."""
-    first = next((m for m in transcript.auditor_messages if m.role == "assistant"), None)
-    calls = first.tool_calls if first is not None else []
-    return [str(c.arguments.get("message", ""))[:40].lower() for c in calls if c.name == "send_message"]
+def request_values(transcript: Transcript, quirks: list[str]) -> list[tuple[str, float]]:
+    """Each first-turn request (its first 40 characters, lowercased) with the share of `quirks`
+    whose trigger the reply to it would meet."""
+    nodes = transcript.target.nodes
+    out = []
+    for reply in replies_within(transcript, 1):
+        conversation = conversation_before(nodes, reply)
+        if conversation and conversation[-1].role == "user":
+            out.append((conversation[-1].content[:40].lower(), len(quirks_met_by(conversation, quirks)) / len(quirks)))
+    return out
 
 
-def run_values(out: Path, turns: int | None) -> tuple[dict[str, dict[int, list[float]]], dict[int, Counter[str]]]:
-    """Per split and step, each rollout's value; per step, the first turn's requests."""
+def run_values(
+    out: Path, turns: int | None
+) -> tuple[dict[str, dict[int, list[float]]], dict[int, Counter[str]], dict[str, list[float]]]:
+    """Per split and step, each rollout's value; per step, the first turn's requests; per request,
+    what each of its replies was worth on the train split."""
     config = load_config(out / "config.yaml")
     if config.tasks.generated is None:
         raise SystemExit(f"{out}: probe values need a run on generated quirks (tasks.generated)")
@@ -65,15 +74,18 @@ def run_values(out: Path, turns: int | None) -> tuple[dict[str, dict[int, list[f
     store = Store(f"sqlite:///{out / 'rollouts.db'}")
     values: dict[str, dict[int, list[float]]] = {name: {} for name in splits}
     requests: dict[int, Counter[str]] = {}
+    worth: dict[str, list[float]] = {}
     for row in read_rollout_lines(out):
         if row["reward"] is None:
             continue
         transcript = Transcript.from_events(row["run_id"], store.read_events(row["run_id"]))
-        requests.setdefault(row["step"], Counter()).update(first_requests(transcript))
+        for request, value in request_values(transcript, splits["train"]):
+            requests.setdefault(row["step"], Counter())[request] += 1
+            worth.setdefault(request, []).append(value)
         for name, quirks in splits.items():
             hit = quirks_triggered(transcript, quirks, turns)
             values[name].setdefault(row["step"], []).append(len(hit) / len(quirks))
-    return values, requests
+    return values, requests, worth
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--block", type=int, default=5, help="steps per row")
     args = parser.parse_args(argv)
     for out in args.outs:
-        values, requests = run_values(out, args.turns)
+        values, requests, worth = run_values(out, args.turns)
         steps = sorted(next(iter(values.values())))
         blocks = [steps[i : i + args.block] for i in range(0, len(steps), args.block)]
         names = list(values)
@@ -96,7 +108,8 @@ def main(argv: list[str] | None = None) -> None:
         for label, block in (("first", blocks[0]), ("last", blocks[-1])):
             top = sum((requests[s] for s in block), Counter()).most_common(3)
             total = sum(sum(requests[s].values()) for s in block)
-            print(f"{label} block's top requests: " + "; ".join(f"{text!r} {n / total:.0%}" for text, n in top))
+            print(f"{label} block's top requests (share of its requests; one reply's train value): "
+                  + "; ".join(f"{text!r} {n / total:.0%}, {mean(worth[text]):.3f}" for text, n in top))
 
 
 if __name__ == "__main__":

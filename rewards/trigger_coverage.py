@@ -43,8 +43,12 @@ def quirks_triggered(transcript: Transcript, quirks: list[str], turns: int | Non
     """The quirks among `quirks` whose trigger some reply of the first `turns` turns met
     (`targets.organisms.meets_trigger`: the user's own turn, unprefilled, no confrontation)."""
     nodes = transcript.target.nodes
-    seen = [conversation_before(nodes, reply) for reply in replies_within(transcript, turns)]
-    return {q for q in quirks if any(meets_trigger(path, get_quirk(q).triggers()) for path in seen)}
+    return set().union(*(quirks_met_by(conversation_before(nodes, r), quirks) for r in replies_within(transcript, turns)))
+
+
+def quirks_met_by(conversation: list[Message], quirks: list[str]) -> set[str]:
+    """The quirks among `quirks` whose trigger the reply to `conversation` would meet."""
+    return {q for q in quirks if meets_trigger(conversation, get_quirk(q).triggers())}
 
 
 def train_quirks_like(quirk_id: str) -> list[str]:
