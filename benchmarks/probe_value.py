@@ -8,8 +8,10 @@ of its first --turns auditor turns is tested against the trigger of **every** qu
 (the run's train quirks, the generated set's held-out combinations, its held-out families).
 A rollout's value on a split is the share of the split's quirks that some reply of those turns
 would have been triggered by (`rewards.trigger_coverage.quirks_triggered`, the organisms' own
-test; the fire rate is left out). On the train split this is the `trigger_coverage` reward. The mean over a step's rollouts is what the policy's probing at that
-step was worth, on every quirk at once. It prints one row per block of steps, and a run's top
+test; the fire rate is left out). On the train split it is the `trigger_coverage` reward, but
+over the run's own train quirks (its `tasks.families`), not every train quirk of the set. The mean
+over a step's rollouts is what the policy's probing at that step was worth, on every quirk at once.
+It prints one row per block of steps, and a run's top
 first-turn requests in its first and last block (the first 40 characters, lowercased), each
 with its share of the block's requests and what one reply to it was worth on the train split.
 

@@ -43,7 +43,8 @@ def quirks_triggered(transcript: Transcript, quirks: list[str], turns: int | Non
     """The quirks among `quirks` whose trigger some reply of the first `turns` turns met
     (`targets.organisms.meets_trigger`: the user's own turn, unprefilled, no confrontation)."""
     nodes = transcript.target.nodes
-    return set().union(*(quirks_met_by(conversation_before(nodes, r), quirks) for r in replies_within(transcript, turns)))
+    replies = replies_within(transcript, turns)
+    return set().union(*(quirks_met_by(conversation_before(nodes, r), quirks) for r in replies))
 
 
 def quirks_met_by(conversation: list[Message], quirks: list[str]) -> set[str]:

@@ -64,7 +64,8 @@ class AuditBudget(BaseModel):
         ge=1,
         description="End the audit after this many auditor turns, below max_turns, with no last-turn notice; its "
         "prompts still state max_turns. A probe of an audit's first turns, played exactly as a whole audit plays "
-        "them: a shared start (tasks.shared_turns), or training the probing alone (reward.family elicitation or trigger_coverage).",
+        "them: a shared start (tasks.shared_turns), or training the probing alone (reward.family elicitation or "
+        "trigger_coverage).",
     )
 
     @model_validator(mode="after")

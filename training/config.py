@@ -22,7 +22,9 @@ from targets.grammar.generate import GeneratorOptions
 
 DEFAULT_TASK_TURNS = 4
 # The organism a training task audits, unless tasks.organism says otherwise (field by field).
-ORGANISM_DEFAULTS: dict[str, str | float | int] = {"implant": "simulated", "base_responder": "fast", "difficulty": "medium"}
+ORGANISM_DEFAULTS: dict[str, str | float | int] = {
+    "implant": "simulated", "base_responder": "fast", "difficulty": "medium",
+}
 
 
 class _Strict(BaseModel):
