@@ -7,7 +7,7 @@ progress with the draw. This removes the draw: for each stored rollout, the targ
 of its first --turns auditor turns is tested against the trigger of **every** quirk of a split
 (the run's train quirks, the generated set's held-out combinations, its held-out families).
 A rollout's value on a split is the share of the split's quirks that some reply of those turns
-would have been triggered by (`rewards.trigger_coverage.quirks_triggered`, the organisms' own
+would have been triggered by (`rewards.trigger_coverage.quirks_met_by`, the organisms' own
 test; the fire rate is left out). On the train split it is the `trigger_coverage` reward, but
 over the run's own train quirks (its `tasks.families`), not every train quirk of the set. The mean
 over a step's rollouts is what the policy's probing at that step was worth, on every quirk at once.
@@ -31,7 +31,7 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evals.suites import split_quirk_ids  # noqa: E402
-from rewards.trigger_coverage import conversation_before, quirks_met_by, quirks_triggered, replies_within  # noqa: E402
+from rewards.trigger_coverage import quirks_met_by, replies_within  # noqa: E402
 from scaffold.store import Store  # noqa: E402
 from scaffold.transcript import Transcript  # noqa: E402
 from targets.grammar.generate import use_generated_set  # noqa: E402
@@ -51,20 +51,8 @@ def quirk_splits(config: TrainConfig) -> dict[str, list[str]]:
     return splits
 
 
-def request_values(transcript: Transcript, quirks: list[str]) -> list[tuple[str, float]]:
-    """Each first-turn request (its first 40 characters, lowercased) with the share of `quirks`
-    whose trigger the reply to it would meet."""
-    nodes = transcript.target.nodes
-    out = []
-    for reply in replies_within(transcript, 1):
-        conversation = conversation_before(nodes, reply)
-        if conversation and conversation[-1].role == "user":
-            out.append((conversation[-1].content[:40].lower(), len(quirks_met_by(conversation, quirks)) / len(quirks)))
-    return out
-
-
 def run_values(
-    out: Path, turns: int | None
+    out: Path, turns: int
 ) -> tuple[dict[str, dict[int, list[float]]], dict[int, Counter[str]], dict[str, list[float]]]:
     """Per split and step, each rollout's value; per step, the first turn's requests; per request,
     what each of its replies was worth on the train split."""
@@ -73,6 +61,7 @@ def run_values(
         raise SystemExit(f"{out}: probe values need a run on generated quirks (tasks.generated)")
     use_generated_set(config.tasks.generated)
     splits = quirk_splits(config)
+    every = sorted({q for quirks in splits.values() for q in quirks})
     store = Store(f"sqlite:///{out / 'rollouts.db'}")
     values: dict[str, dict[int, list[float]]] = {name: {} for name in splits}
     requests: dict[int, Counter[str]] = {}
@@ -81,12 +70,19 @@ def run_values(
         if row["reward"] is None:
             continue
         transcript = Transcript.from_events(row["run_id"], store.read_events(row["run_id"]))
-        for request, value in request_values(transcript, splits["train"]):
-            requests.setdefault(row["step"], Counter())[request] += 1
-            worth.setdefault(request, []).append(value)
+        # Each reply's conversation is tested once against every quirk; the first turn's replies
+        # come first (turns >= 1), and each carries the request it answered.
+        replies = replies_within(transcript, max(turns, 1))
+        conversations = [transcript.target.before(reply.id) for reply in replies]
+        met = [quirks_met_by(conversation, every) for conversation in conversations]
+        for conversation, hit in zip(conversations[: len(replies_within(transcript, 1))], met):
+            if conversation and conversation[-1].role == "user":
+                request = conversation[-1].content[:40].lower()
+                requests.setdefault(row["step"], Counter())[request] += 1
+                worth.setdefault(request, []).append(len(hit & set(splits["train"])) / len(splits["train"]))
+        reached = set().union(*met[: len(replies_within(transcript, turns))])
         for name, quirks in splits.items():
-            hit = quirks_triggered(transcript, quirks, turns)
-            values[name].setdefault(row["step"], []).append(len(hit) / len(quirks))
+            values[name].setdefault(row["step"], []).append(len(reached & set(quirks)) / len(quirks))
     return values, requests, worth
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rewards.trigger_coverage import conversation_before, replies_within  # noqa: E402
+from rewards.trigger_coverage import replies_within  # noqa: E402
 from scaffold.store import Store  # noqa: E402
 from scaffold.transcript import Transcript  # noqa: E402
 from targets.grammar.generate import use_generated_set  # noqa: E402
@@ -47,10 +47,9 @@ OUTCOMES = (
 def outcome(transcript: Transcript, quirk: str, reward: float, paid: float, turns: int | None = None) -> int:
     """The index in OUTCOMES of what happened in one audit (in its first `turns` turns)."""
     triggers = get_quirk(quirk).triggers()
-    nodes = transcript.target.nodes
     triggered = fired = False
     for reply in replies_within(transcript, turns):
-        if meets_trigger(conversation_before(nodes, reply), triggers):
+        if meets_trigger(transcript.target.before(reply.id), triggers):
             triggered = True
             fired = fired or reply.metadata.get("fired") is True
     if not triggered:

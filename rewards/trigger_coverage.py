@@ -10,20 +10,12 @@ The triggers are quirk data (targets/); only train quirks' triggers are ever rea
 
 from __future__ import annotations
 
+from evals.suites import split_quirk_ids
 from scaffold.events import AuditorMessageEvent, TargetMessageEvent
 from scaffold.messages import Message
 from scaffold.transcript import Transcript
 from targets.organisms import meets_trigger
-from targets.quirks import get_quirk, quirks_in_split
-
-
-def conversation_before(nodes: dict[str, Message], reply: Message) -> list[Message]:
-    """The target conversation that `reply` answered, root first."""
-    path, parent = [], reply.parent_id
-    while parent is not None:
-        path.append(nodes[parent])
-        parent = nodes[parent].parent_id
-    return path[::-1]
+from targets.quirks import get_quirk
 
 
 def replies_within(transcript: Transcript, turns: int | None = None) -> list[Message]:
@@ -42,9 +34,8 @@ def replies_within(transcript: Transcript, turns: int | None = None) -> list[Mes
 def quirks_triggered(transcript: Transcript, quirks: list[str], turns: int | None = None) -> set[str]:
     """The quirks among `quirks` whose trigger some reply of the first `turns` turns met
     (`targets.organisms.meets_trigger`: the user's own turn, unprefilled, no confrontation)."""
-    nodes = transcript.target.nodes
     replies = replies_within(transcript, turns)
-    return set().union(*(quirks_met_by(conversation_before(nodes, r), quirks) for r in replies))
+    return set().union(*(quirks_met_by(transcript.target.before(r.id), quirks) for r in replies))
 
 
 def quirks_met_by(conversation: list[Message], quirks: list[str]) -> set[str]:
@@ -55,5 +46,4 @@ def quirks_met_by(conversation: list[Message], quirks: list[str]) -> set[str]:
 def train_quirks_like(quirk_id: str) -> list[str]:
     """The train quirks of the audited quirk's kind: the loaded generated set's, or the
     hand-written ones. Never a held-out quirk, whatever was audited."""
-    generated = get_quirk(quirk_id).generated is not None
-    return [q.id for q in quirks_in_split("train") if (q.generated is not None) == generated]
+    return split_quirk_ids(["train"], generated=get_quirk(quirk_id).generated is not None)

@@ -94,6 +94,15 @@ class TargetConversation:
                 return []
         return []
 
+    def before(self, message_id: str) -> list[Message]:
+        """The messages before `message_id` on its own branch, root first: what the target had
+        been shown when it wrote that message, whichever branch is current now."""
+        path, parent = [], self.nodes[message_id].parent_id
+        while parent is not None:
+            path.append(self.nodes[parent])
+            parent = self.nodes[parent].parent_id
+        return path[::-1]
+
     def branches(self) -> list[list[str]]:
         """Every root-to-leaf path of message ids, in creation order."""
         paths: list[list[str]] = []

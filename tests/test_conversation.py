@@ -30,6 +30,10 @@ def test_rollback_branches_and_target_sees_only_current_branch() -> None:
     assert t.target.branches() == [["t1", "t2", "t3", "t4", "t5"], ["t1", "t2", "t3", "t6", "t7"]]
     assert t.target_message("t5").content == "a2"  # the old branch is kept
     assert t.target_message("t6").parent_id == "t3"
+    # What each reply had been shown: its own branch, the abandoned one included.
+    assert [m.content for m in t.target.before("t5")] == ["sys", "u1", "a1", "u2"]
+    assert [m.content for m in t.target.before("t7")] == ["sys", "u1", "a1", "u2-alt"]
+    assert t.target.before("t1") == []
 
 
 def test_rollback_to_unknown_or_abandoned_message_fails() -> None:
