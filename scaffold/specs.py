@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-KNOWN_PROVIDERS = ("anthropic", "openai", "openai_compatible", "hf", "vllm")
+KNOWN_PROVIDERS = ("anthropic", "openai", "openai_compatible", "hf", "vllm", "by_turn")
 MODIFIERS = {  # the '+' modifiers of a token-policy short string, and who takes them
     "lora:DIR": ("hf",),
     "constrained": ("hf",),
@@ -58,7 +58,9 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    provider: str = Field(description="One of: anthropic, openai, openai_compatible, hf, vllm.")
+    provider: str = Field(
+        description="One of: anthropic, openai, openai_compatible, hf, vllm, by_turn (turns routed to models)."
+    )
     model: str = Field(description="Model name for API providers; name or local path for hf.")
     base_url: str | None = Field(None, description="API base URL (required for openai_compatible).")
     api_key_env: str | None = Field(

@@ -19,6 +19,7 @@ PROVIDER_MODULES: dict[str, str] = {
     "openai_compatible": "scaffold.providers.openai_api",
     "hf": "scaffold.providers.hf_local",
     "vllm": "scaffold.providers.vllm_server",
+    "by_turn": "scaffold.providers.by_turn",
 }
 
 

@@ -1,0 +1,102 @@
+"""The `by_turn` provider: an auditor whose turns are played by different models.
+
+A real audit through the real graph, its auditor two constrained tiny Llamas with different
+LoRA adapters, built from a YAML spec the way `--auditor` builds one; then the spec's errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from auditor.build import build_auditor
+from scaffold.messages import Message
+from scaffold.providers.by_turn import ByTurnChatModel, auditor_turn
+from scaffold.run import run_audit
+from scaffold.secrets import SecretRegistry
+from scaffold.specs import SpecError
+from scaffold.state import AuditBudget
+from targets.spec import TargetSpec, build_target
+
+hf = pytest.importorskip("hf_fixtures")
+peft = pytest.importorskip("peft")
+
+
+@pytest.fixture(scope="module")
+def weights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny base on disk, and two different LoRA adapters for it."""
+    root = tmp_path_factory.mktemp("by_turn")
+    hf.tiny_model().save_pretrained(root / "base")
+    hf.packaged_tokenizer().save_pretrained(root / "base")
+    for seed, name in ((1, "probing"), (2, "report")):
+        hf.torch.manual_seed(seed)
+        config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+        peft.get_peft_model(copy.deepcopy(hf.tiny_model()), config).save_pretrained(root / name)
+    return {"root": root, **{name: root / name for name in ("base", "probing", "report")}}
+
+
+def _spec_file(weights: dict[str, Path], routes: list[dict[str, Any]]) -> str:
+    path = weights["root"] / f"auditor-{len(list(weights['root'].glob('auditor-*')))}.yaml"
+    path.write_text(yaml.safe_dump({"provider": "by_turn", "model": "probe+report", "extra": {"turns": routes}}))
+    return str(path)
+
+
+def _local(weights: dict[str, Path], adapter: str) -> str:
+    return f"hf:{weights['base']}+lora:{weights[adapter]}+constrained+max_tokens:48"
+
+
+def test_each_turn_of_a_real_audit_is_played_by_its_route(weights: dict[str, Path]) -> None:
+    from scaffold.providers.lora import adapter_fingerprint
+
+    # The first route as a short string, the second as an inline spec: both forms --auditor takes.
+    report_route = {"provider": "hf", "model": str(weights["base"]), "max_tokens": 48,
+                    "extra": {"lora": str(weights["report"]), "constrained": True}}
+    auditor = build_auditor(_spec_file(weights, [{"first_turns": 1, "model": _local(weights, "probing")},
+                                                 {"model": report_route}]), SecretRegistry())
+    assert isinstance(auditor, ByTurnChatModel) and auditor.name == "by_turn:probe+report"
+    target = build_target(TargetSpec.model_validate({"name": "f", "organism": {"quirk": "flattery"}}), SecretRegistry())
+    result = asyncio.run(run_audit(auditor, target, "find the quirk", auditor_prompt="p",
+                                   budget=AuditBudget(max_turns=3)))
+    assert result.status == "completed", result.error
+    versions = [event.tokens["policy_version"] for event in result.transcript.events
+                if getattr(event, "tokens", None) and event.message.role == "assistant"]
+    probing, report = adapter_fingerprint(weights["probing"]), adapter_fingerprint(weights["report"])
+    assert probing != report and versions[0] == probing
+    assert len(versions) >= 2 and set(versions[1:]) == {report}
+    # The report turn (the last turn's required submit_report) came from the report route.
+    assert result.transcript.report is not None and len(versions) == 3
+
+
+def test_routes_count_turns_cumulatively() -> None:
+    routed = ByTurnChatModel("r", [_Named(), _Named(), _Named()], [2, 1])
+    assert [routed.models.index(routed.model_for(turn)) for turn in range(6)] == [0, 0, 1, 2, 2, 2]
+    reply = Message(role="assistant", content="x")
+    asked = [Message(role="user", content="a"), reply, Message(role="tool", content="r", tool_call_id="c"), reply]
+    assert auditor_turn(asked) == 2 and auditor_turn(asked[:1]) == 0
+
+
+class _Named:
+    name, supports_prefill = "m", True
+
+
+@pytest.mark.parametrize(
+    ("routes", "needle"),
+    [
+        ([{"model": "hf:x"}], "turns"),
+        ([{"first_turns": 1, "model": "hf:x"}, {"first_turns": 1, "model": "hf:y"}], "leave its first_turns unset"),
+        ([{"model": "hf:x"}, {"model": "hf:y"}], "every route but the last needs first_turns"),
+        ([{"first_turns": 0, "model": "hf:x"}, {"model": "hf:y"}], "first_turns"),
+        ([{"first_turns": 1, "model": "nope"}, {"model": "hf:y"}], "expected 'provider:model'"),
+        ([{"first_turns": 1, "model": "missing.yaml"}, {"model": "hf:y"}], "missing.yaml"),
+        ([{"first_turns": 1, "model": {"provider": "by_turn", "model": "n", "extra": {}}}, {"model": "hf:y"}],
+         "cannot itself be a by_turn model"),
+    ],
+)
+def test_bad_routes_are_refused_with_the_field_named(weights: dict[str, Path], routes: list, needle: str) -> None:
+    with pytest.raises(SpecError, match=needle.replace("(", r"\(")):
+        build_auditor(_spec_file(weights, routes), SecretRegistry())
