@@ -122,7 +122,8 @@ def run(
         "(everyday requests; quotes what a reply did not need) | hf:smollm2-135m | "
         "hf:PATH[+lora:DIR][+constrained][+max_tokens:N][+temperature:T] | vllm:URL#MODEL | anthropic:MODEL | "
         "openai:MODEL | openai_compatible:URL#MODEL | "
-        "a model-spec YAML file (for base_url, api_key_env, concurrency, extra options)."
+        "a model-spec YAML file (for base_url, api_key_env, concurrency, extra options; provider by_turn "
+        "routes the audit's turns to different models)."
     ),
     judge: str = typer.Option(
         "auto",

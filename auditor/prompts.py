@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Iterable, Literal
 
 from scaffold.messages import ToolDefinition
+from scaffold.providers.by_turn import turn_providers
 from scaffold.providers.text_tools import signature_line
-from scaffold.specs import spec_provider
 
 Manual = Literal["full", "compact"]
 
@@ -61,10 +61,12 @@ def compact_tool_lines(tools: Iterable[ToolDefinition]) -> str:
 
 def resolve_manual(manual: Manual | Literal["auto"], auditor_spec: str) -> Manual:
     """`auto`: compact for local token-level policies (`policy:`, `hf:`, or a model-spec YAML
-    file whose provider is hf), full for the rest."""
+    file whose provider is hf), full for the rest. A `by_turn` auditor shows one manual to
+    every route: compact when any route is a local policy, which was trained on it and
+    cannot hold the full one; an API route reads the compact manual as well."""
     if manual != "auto":
         return manual
-    return "compact" if spec_provider(auditor_spec) in ("policy", "hf") else "full"
+    return "compact" if any(p in ("policy", "hf") for p in turn_providers(auditor_spec)) else "full"
 
 
 def tool_manual(tools: Iterable[ToolDefinition]) -> str:

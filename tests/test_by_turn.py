@@ -100,3 +100,20 @@ class _Named:
 def test_bad_routes_are_refused_with_the_field_named(weights: dict[str, Path], routes: list, needle: str) -> None:
     with pytest.raises(SpecError, match=needle.replace("(", r"\(")):
         build_auditor(_spec_file(weights, routes), SecretRegistry())
+
+
+def test_a_routed_auditor_with_a_local_route_reads_the_compact_manual(weights: dict[str, Path]) -> None:
+    """`--manual auto` resolves the routes: one manual for the audit, compact when any route is
+    a local policy (trained on it), full when every route is an API model."""
+    from auditor.prompts import resolve_manual
+
+    api = {"provider": "anthropic", "model": "claude-sonnet-4-5"}
+    local_then_api = _spec_file(weights, [{"first_turns": 1, "model": _local(weights, "probing")}, {"model": api}])
+    assert resolve_manual("auto", local_then_api) == "compact"
+    api_then_local_yaml = weights["root"] / "local.yaml"
+    api_then_local_yaml.write_text(yaml.safe_dump({"provider": "hf", "model": str(weights["base"])}))
+    assert resolve_manual("auto", _spec_file(weights, [{"first_turns": 2, "model": "openai:gpt-5-mini"},
+                                                        {"model": str(api_then_local_yaml)}])) == "compact"
+    only_api = _spec_file(weights, [{"first_turns": 1, "model": "openai:gpt-5-mini"}, {"model": api}])
+    assert resolve_manual("auto", only_api) == "full"
+    assert resolve_manual("full", local_then_api) == "full"

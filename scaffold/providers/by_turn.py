@@ -30,7 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ChatModel, close_model
 from scaffold.secrets import SecretRegistry
-from scaffold.specs import ModelSpec, SpecError, describe_validation_error, model_spec_from, model_spec_from_arg
+from scaffold.specs import (
+    ModelSpec,
+    SpecError,
+    describe_validation_error,
+    model_spec_from,
+    model_spec_from_arg,
+    spec_provider,
+)
 
 
 class TurnRoute(BaseModel):
@@ -109,6 +116,19 @@ def _route_spec(route: TurnRoute, where: str) -> ModelSpec:
     if isinstance(route.model, str):
         return model_spec_from_arg(route.model, where)
     return model_spec_from(route.model, where)
+
+
+def turn_providers(auditor_spec: str) -> tuple[str, ...]:
+    """The providers that play an auditor's turns: each route's for a `by_turn` spec, else its
+    own (`spec_provider`). A spec that cannot be read gives "": building it reports why."""
+    provider = spec_provider(auditor_spec)
+    if provider != "by_turn":
+        return (provider,)
+    try:
+        options = ByTurnOptions.model_validate(model_spec_from_arg(auditor_spec).extra)
+        return tuple(_route_spec(route, "route").provider for route in options.turns)
+    except (SpecError, ValidationError):
+        return ("",)
 
 
 def build(spec: ModelSpec, secrets: SecretRegistry) -> ByTurnChatModel:
