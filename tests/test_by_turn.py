@@ -63,13 +63,19 @@ def test_each_turn_of_a_real_audit_is_played_by_its_route(weights: dict[str, Pat
     result = asyncio.run(run_audit(auditor, target, "find the quirk", auditor_prompt="p",
                                    budget=AuditBudget(max_turns=3)))
     assert result.status == "completed", result.error
-    versions = [event.tokens["policy_version"] for event in result.transcript.events
-                if getattr(event, "tokens", None) and event.message.role == "assistant"]
+    records = [event.tokens for event in result.transcript.events
+               if getattr(event, "tokens", None) and event.message.role == "assistant"]
+    versions = [record["policy_version"] for record in records]
     probing, report = adapter_fingerprint(weights["probing"]), adapter_fingerprint(weights["report"])
     assert probing != report and versions[0] == probing
     assert len(versions) >= 2 and set(versions[1:]) == {report}
     # The report turn (the last turn's required submit_report) came from the report route.
     assert result.transcript.report is not None and len(versions) == 3
+    # Each turn's prompt extends the exact ids of the turn before, across the change of route:
+    # the report route reads the probing route's sampled ids, not a re-encoding of its text.
+    for before, after in zip(records, records[1:]):
+        sampled = before["prompt_ids"] + before["completion_ids"]
+        assert after["prompt_ids"][: len(sampled)] == sampled
 
 
 def test_routes_count_turns_cumulatively() -> None:

@@ -17,7 +17,9 @@ Each `model` is what `--auditor` takes: a short string (`hf:smollm2-135m+lora:DI
 model-spec YAML file, or an inline spec. The turn a call belongs to is the number of the
 auditor's own replies in the conversation it is shown, so routing needs no state and a
 resumed audit routes as the uninterrupted one would have. Each model keeps its own caches:
-a model never reuses KV that another model's weights computed.
+a model never reuses KV that another model's weights computed. Local routes that read chats
+alike share their token sessions, so a route's first turn extends the exact ids the previous
+route sampled, as a single policy's turns do (`share_token_sessions`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ChatModel, close_model
+from scaffold.providers.token_prompts import PromptBuilder
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import (
     ModelSpec,
@@ -112,6 +115,27 @@ class ByTurnChatModel:
         await asyncio.gather(*(close_model(model) for model in self.models))
 
 
+def share_token_sessions(models: Sequence[ChatModel]) -> None:
+    """Give local routes that read chats alike one PromptBuilder (its per-rollout token sessions).
+
+    Re-encoding a conversation's text does not give back the ids a constrained policy sampled:
+    the grammar forces `"` then `,` where the tokenizer writes `",` (30 of ~340 ids of a first
+    turn differ). A route that re-encoded its predecessor's turns would read its own audit in
+    a tokenization it never saw in training (measured: the SFT report turn then claimed 12/54
+    instead of 48/54). Sharing the sessions hands it the exact ids instead.
+    """
+    shared: list[PromptBuilder] = []
+    for model in models:
+        builder = getattr(model, "prompts", None)
+        if not isinstance(builder, PromptBuilder):
+            continue
+        alike = next((other for other in shared if other.reads_like(builder)), None)
+        if alike is None:
+            shared.append(builder)
+        else:
+            model.prompts = alike  # type: ignore[attr-defined]
+
+
 def _route_spec(route: TurnRoute, where: str) -> ModelSpec:
     if isinstance(route.model, str):
         return model_spec_from_arg(route.model, where)
@@ -143,5 +167,6 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> ByTurnChatModel:
     if any(route.provider == "by_turn" for route in routes):
         raise SpecError(f"{spec.label()}: a route cannot itself be a by_turn model")
     models = [build_model(route, secrets) for route in routes]
+    share_token_sessions(models)
     counts = [route.first_turns for route in options.turns[:-1]]
     return ByTurnChatModel(spec.label(), models, [count for count in counts if count is not None])

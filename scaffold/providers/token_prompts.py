@@ -85,6 +85,16 @@ class PromptBuilder:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._closing: str | None = None
 
+    def reads_like(self, other: PromptBuilder) -> bool:
+        """Whether `other` turns a chat into the same ids: same vocabulary, template and tool role.
+        Two models whose builders read alike can share one, and with it each rollout's exact ids."""
+        mine, theirs = self.tokenizer, other.tokenizer
+        return mine is theirs or (
+            self.tool_role == other.tool_role
+            and mine.chat_template == theirs.chat_template
+            and mine.get_vocab() == theirs.get_vocab()
+        )
+
     # -- rendering ---------------------------------------------------------------------
 
     def render(
