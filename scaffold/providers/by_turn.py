@@ -14,7 +14,8 @@ an API model write the report.
         - {model: warm-start.yaml}                 # every later turn
 
 Each `model` is what `--auditor` takes: a short string (`hf:smollm2-135m+lora:DIR`), a
-model-spec YAML file, or an inline spec. The turn a call belongs to is the number of the
+model-spec YAML file, or an inline spec (relative paths are read from the working directory,
+as in every spec). The turn a call belongs to is the number of the
 auditor's own replies in the conversation it is shown, so routing needs no state and a
 resumed audit routes as the uninterrupted one would have. Each model keeps its own caches:
 a model never reuses KV that another model's weights computed. Local routes that read chats
