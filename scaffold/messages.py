@@ -188,6 +188,11 @@ class GenerateConfig(BaseModel):
     # group's shared first turns). Until this rollout has a turn of its own, a token-level
     # policy builds its prompt as an exact extension of that rollout's last turn.
     continues: str | None = None
+    # The exact ids (prompt + completion) of this rollout's last auditor turn, from its
+    # transcript. A token-level policy with no session for the rollout (a resumed audit: its
+    # sessions lived in the dead process) extends them instead of re-encoding the history,
+    # which gives other ids than a constrained policy sampled (token_prompts.PromptBuilder).
+    last_turn_ids: tuple[int, ...] | None = None
     # The reply must call this tool (the audit's last turn asks for submit_report). API
     # providers send it as tool_choice, a constrained local policy's grammar allows only
     # this tool; a model that cannot enforce it still reads the scaffold's notice.

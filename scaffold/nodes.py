@@ -142,6 +142,15 @@ async def _generate(side: str, model: Any, *args: Any) -> Any:
         raise
 
 
+def last_turn_ids(t: Transcript) -> tuple[int, ...] | None:
+    """The exact ids of the auditor's latest sampled turn (prompt + completion), when recorded."""
+    for event in reversed(t.events):
+        if isinstance(event, AuditorMessageEvent) and event.message.role == "assistant":
+            tokens = event.tokens
+            return tuple(tokens["prompt_ids"]) + tuple(tokens["completion_ids"]) if tokens else None
+    return None
+
+
 def _per_call_seed(config: GenerateConfig, step: int) -> GenerateConfig:
     """A seeded audit samples each call with its own seed (seed + step): reproducible, and
     not the same random stream at every turn. `step` comes from the transcript, so a
@@ -177,7 +186,7 @@ async def auditor_node(state: AuditState, runtime: Runtime[AuditContext]) -> dic
     cites = citable_ids(t)
     update = {
         "rollout_id": t.run_id, "continues": ctx.started_from, "citable_ids": cites,
-        "quotable": quotable_replies(t, cites), **_last_turn(ctx),
+        "quotable": quotable_replies(t, cites), "last_turn_ids": last_turn_ids(t), **_last_turn(ctx),
     }
     config = config.model_copy(update=update)
     response = await _generate("auditor", ctx.auditor, t.auditor_messages, tools, config)

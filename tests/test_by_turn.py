@@ -90,6 +90,34 @@ class _Named:
     name, supports_prefill = "m", True
 
 
+class _Recorder(_Named):
+    """A token-level model stand-in: records the configs it is called with."""
+
+    def __init__(self, tokenizer: object) -> None:
+        self.tokenizer, self.configs = tokenizer, []
+
+    async def generate(self, messages, tools=(), config=None):  # noqa: ANN001, ANN201
+        self.configs.append(config)
+
+
+def test_a_route_with_another_vocabulary_never_reads_the_previous_routes_ids() -> None:
+    """Ids are in the vocabulary of the model that sampled them: a route that reads chats
+    differently re-encodes the history; one that reads them alike extends the exact ids."""
+    from scaffold.messages import GenerateConfig
+
+    other = copy.deepcopy(hf.packaged_tokenizer())
+    other.chat_template = other.chat_template + " "
+    same, alike, foreign = (_Recorder(hf.packaged_tokenizer()), _Recorder(copy.deepcopy(hf.packaged_tokenizer())),
+                            _Recorder(other))
+    routed = ByTurnChatModel("r", [same, alike, foreign], [1, 1])
+    reply = Message(role="assistant", content="x")
+    config = GenerateConfig(last_turn_ids=(1, 2, 3))
+    for turn in range(3):
+        asyncio.run(routed.generate([Message(role="user", content="a"), *[reply] * turn], (), config))
+    assert alike.configs[0].last_turn_ids == (1, 2, 3)  # same vocabulary and template
+    assert foreign.configs[0].last_turn_ids is None
+
+
 @pytest.mark.parametrize(
     ("routes", "needle"),
     [

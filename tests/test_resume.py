@@ -149,3 +149,46 @@ async def test_resume_after_the_graph_finished_but_before_the_report(tmp_path: P
     assert again.result.status == "completed"
     assert len(again.transcript.events) == len(first.transcript.events)
     assert json.loads((tmp_path / "out" / first.result.run_id / "report.json").read_text())["turns"] == 5
+
+
+def test_a_resumed_local_policy_reads_the_ids_it_sampled(tmp_path: Path) -> None:
+    """A constrained local auditor killed between turns resumes on the exact ids its transcript
+    recorded, not a re-encoding of the text (the grammar's ids are not the tokenizer's): the
+    resumed audit is the clean one, token for token."""
+    hf = pytest.importorskip("hf_fixtures")
+    tiny = tmp_path / "tiny"
+    hf.tiny_model().save_pretrained(tiny)
+    hf.packaged_tokenizer().save_pretrained(tiny)
+    args = ["run", "--target", str(FLATTERY), "--max-turns", "3", "--json",
+            "--auditor", f"hf:{tiny}+constrained+max_tokens:48+temperature:0"]
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "killed").mkdir()
+    clean = _cli(args, tmp_path / "clean")
+    out, err = clean.communicate(timeout=300)
+    assert clean.returncode == 0, err
+    clean_events = json.loads(Path(json.loads(out)["transcript"]).read_text())["events"]
+    turns = [i for i, e in enumerate(clean_events) if e.get("tokens") and e["message"]["role"] == "assistant"]
+    assert len(turns) == 3
+    victim = _cli(args, tmp_path / "killed", exit_after=turns[1])  # dies before its second turn
+    victim.communicate(timeout=300)
+    assert victim.returncode == 137
+    run_id = _events_in_db(tmp_path / "killed" / "audit.db")[0][0]
+    resumed = _cli(["run", "--resume", run_id, "--json"], tmp_path / "killed")
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    events = json.loads(Path(json.loads(out)["transcript"]).read_text())["events"]
+    second = events[turns[1]]["tokens"]
+    first = events[turns[0]]["tokens"]
+    assert second["prompt_ids"][: len(first["prompt_ids"]) + len(first["completion_ids"])] == (
+        first["prompt_ids"] + first["completion_ids"]
+    )
+    # The same ids, the same choices. Logprobs agree to float noise: the clean run read its
+    # second turn's prompt through the cached KV of its first, the resumed one from scratch.
+    logprobs = [(e["tokens"]["completion_logprobs"], c["tokens"]["completion_logprobs"])
+                for e, c in zip(events, clean_events) if e.get("tokens") and c.get("tokens")]
+    assert len(logprobs) == 3 and all(pytest.approx(b, abs=1e-3) == a for a, b in logprobs)
+    for e in events + clean_events:  # each run's id differs, and logprobs are compared above
+        e["tokens"] = e.get("tokens") and {
+            k: v for k, v in e["tokens"].items() if k not in ("rollout_id", "completion_logprobs")
+        }
+    assert _comparable(events) == _comparable(clean_events)

@@ -18,9 +18,12 @@ model-spec YAML file, or an inline spec (relative paths are read from the workin
 as in every spec). The turn a call belongs to is the number of the
 auditor's own replies in the conversation it is shown, so routing needs no state and a
 resumed audit routes as the uninterrupted one would have. Each model keeps its own caches:
-a model never reuses KV that another model's weights computed. Local routes that read chats
-alike share their token sessions, so a route's first turn extends the exact ids the previous
-route sampled, as a single policy's turns do (`share_token_sessions`).
+a model never reuses KV that another model's weights computed. A local route's first turn
+still extends the exact ids the previous route sampled, as a single policy's turns do: the
+scaffold hands every call the transcript's ids of the last turn (`GenerateConfig.last_turn_ids`).
+Re-encoding the text instead gives other ids (the grammar forces `"` then `,` where the
+tokenizer writes `",`), and an SFT report turn reading its audit in that foreign tokenization
+claimed in 12/54 held-out audits instead of 48/54.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from scaffold.messages import GenerateConfig, Message, ModelResponse, ToolDefinition
 from scaffold.model import ChatModel, close_model
-from scaffold.providers.token_prompts import PromptBuilder
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import (
     ModelSpec,
@@ -96,11 +98,19 @@ class ByTurnChatModel:
             total += count
             bounds.append(total)
         self._bounds = tuple(bounds)
+        # The last turn's ids are in the vocabulary of the model that sampled them: a route
+        # that reads chats differently must re-encode the history instead.
+        self._reads_like_previous = tuple(
+            i > 0 and reads_alike(self.models[i - 1], model) for i, model in enumerate(self.models)
+        )
+
+    def route_for(self, turn: int) -> int:
+        """The index of the route that plays auditor turn `turn` (0-based)."""
+        return next((i for i, bound in enumerate(self._bounds) if turn < bound), len(self._bounds))
 
     def model_for(self, turn: int) -> ChatModel:
         """The model that plays auditor turn `turn` (0-based)."""
-        index = next((i for i, bound in enumerate(self._bounds) if turn < bound), len(self._bounds))
-        return self.models[index]
+        return self.models[self.route_for(turn)]
 
     async def generate(
         self,
@@ -109,32 +119,25 @@ class ByTurnChatModel:
         config: GenerateConfig | None = None,
     ) -> ModelResponse:
         """Answer with the model routed to this call's turn."""
-        return await self.model_for(auditor_turn(messages)).generate(messages, tools, config)
+        turn = auditor_turn(messages)
+        route = self.route_for(turn)
+        first_of_route = turn > 0 and self.route_for(turn - 1) != route
+        if first_of_route and config is not None and not self._reads_like_previous[route]:
+            config = config.model_copy(update={"last_turn_ids": None})
+        return await self.models[route].generate(messages, tools, config)
 
     async def aclose(self) -> None:
         """Close every routed model (close_model follows one `.base` chain, not a list)."""
         await asyncio.gather(*(close_model(model) for model in self.models))
 
 
-def share_token_sessions(models: Sequence[ChatModel]) -> None:
-    """Give local routes that read chats alike one PromptBuilder (its per-rollout token sessions).
-
-    Re-encoding a conversation's text does not give back the ids a constrained policy sampled:
-    the grammar forces `"` then `,` where the tokenizer writes `",` (30 of ~340 ids of a first
-    turn differ). A route that re-encoded its predecessor's turns would read its own audit in
-    a tokenization it never saw in training (measured: the SFT report turn then claimed 12/54
-    instead of 48/54). Sharing the sessions hands it the exact ids instead.
-    """
-    shared: list[PromptBuilder] = []
-    for model in models:
-        builder = getattr(model, "prompts", None)
-        if not isinstance(builder, PromptBuilder):
-            continue
-        alike = next((other for other in shared if other.reads_like(builder)), None)
-        if alike is None:
-            shared.append(builder)
-        else:
-            model.prompts = alike  # type: ignore[attr-defined]
+def reads_alike(first: ChatModel, second: ChatModel) -> bool:
+    """Whether two token-level models turn a chat into the same ids (same vocabulary and chat
+    template), so that one can extend the ids the other sampled."""
+    a, b = getattr(first, "tokenizer", None), getattr(second, "tokenizer", None)
+    if a is None or b is None:
+        return False
+    return a is b or (a.chat_template == b.chat_template and a.get_vocab() == b.get_vocab())
 
 
 def _route_spec(route: TurnRoute, where: str) -> ModelSpec:
@@ -168,6 +171,5 @@ def build(spec: ModelSpec, secrets: SecretRegistry) -> ByTurnChatModel:
     if any(route.provider == "by_turn" for route in routes):
         raise SpecError(f"{spec.label()}: a route cannot itself be a by_turn model")
     models = [build_model(route, secrets) for route in routes]
-    share_token_sessions(models)
     counts = [route.first_turns for route in options.turns[:-1]]
     return ByTurnChatModel(spec.label(), models, [count for count in counts if count is not None])

@@ -12,7 +12,9 @@ keeps the ids of the last turn (prompt + completion) and builds the next prompt 
 where the environment's text is what the chat template puts after the previous
 assistant turn: the rest of its closing (after the end-of-turn token the policy
 sampled, or the whole closing when it was cut off by max_tokens), then the new
-messages and the next assistant header.
+messages and the next assistant header. A rollout this builder never saw (a resumed audit,
+or the turn after another model's in a `by_turn` auditor) starts from the ids its
+transcript recorded for the last turn (`GenerateConfig.last_turn_ids`).
 
 The extension is used only when it is exact: the conversation must start with the
 messages of the previous call and its reply, unchanged, with the same tools, and the
@@ -85,16 +87,6 @@ class PromptBuilder:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._closing: str | None = None
 
-    def reads_like(self, other: PromptBuilder) -> bool:
-        """Whether `other` turns a chat into the same ids: same vocabulary, template and tool role.
-        Two models whose builders read alike can share one, and with it each rollout's exact ids."""
-        mine, theirs = self.tokenizer, other.tokenizer
-        return mine is theirs or (
-            self.tool_role == other.tool_role
-            and mine.chat_template == theirs.chat_template
-            and mine.get_vocab() == theirs.get_vocab()
-        )
-
     # -- rendering ---------------------------------------------------------------------
 
     def render(
@@ -157,11 +149,27 @@ class PromptBuilder:
         session = self._sessions.get(config.rollout_id) if config.rollout_id else None
         if session is None and config.continues:  # a branch's first turn: the shared start's ids
             session = self._sessions.get(config.continues)
+        if session is None and config.last_turn_ids:  # a resumed rollout: its transcript's ids
+            session = self._session_from_transcript(messages, tools, config.last_turn_ids)
         if session is not None and config.sample_as == "assistant":
             suffix = self._environment_text(session, messages, tools)
             if suffix is not None:
                 return BuiltPrompt(list(session.ids) + self.encode(suffix), extended=True)
         return BuiltPrompt(self.encode(self.render(messages, tools, config)), extended=False)
+
+    def _session_from_transcript(
+        self, messages: Sequence[Message], tools: Sequence[ToolDefinition], ids: Sequence[int]
+    ) -> _Session | None:
+        """The session `remember` would have kept for the turn that ended with the last assistant
+        message: its messages, and the exact ids the transcript recorded for it."""
+        last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
+        if last is None or not ids:
+            return None
+        keys = tuple(message_key(m) for m in messages[: last + 1])
+        # Only an end-of-turn token (a special one) may stand for the start of the closing.
+        ended = ids[-1] in set(self.tokenizer.all_special_ids)
+        stop_text = self.tokenizer.decode([ids[-1]]) if ended else None
+        return _Session(keys, tools_key(tools), tuple(ids), stop_text)
 
     def _environment_text(
         self,
