@@ -71,8 +71,8 @@ def run_values(
             continue
         transcript = Transcript.from_events(row["run_id"], store.read_events(row["run_id"]))
         # Each reply's conversation is tested once against every quirk; the first turn's replies
-        # come first (turns >= 1), and each carries the request it answered.
-        replies = replies_within(transcript, max(turns, 1))
+        # come first, and each carries the request it answered.
+        replies = replies_within(transcript, turns)
         conversations = [transcript.target.before(reply.id) for reply in replies]
         met = [quirks_met_by(conversation, every) for conversation in conversations]
         for conversation, hit in zip(conversations[: len(replies_within(transcript, 1))], met):
@@ -80,7 +80,7 @@ def run_values(
                 request = conversation[-1].content[:40].lower()
                 requests.setdefault(row["step"], Counter())[request] += 1
                 worth.setdefault(request, []).append(len(hit & set(splits["train"])) / len(splits["train"]))
-        reached = set().union(*met[: len(replies_within(transcript, turns))])
+        reached = set().union(*met)
         for name, quirks in splits.items():
             values[name].setdefault(row["step"], []).append(len(reached & set(quirks)) / len(quirks))
     return values, requests, worth
@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=1, help="the auditor turns whose replies count (default 1)")
     parser.add_argument("--block", type=int, default=5, help="steps per row")
     args = parser.parse_args(argv)
+    if args.turns < 1:
+        parser.error("--turns must be at least 1")
     for out in args.outs:
         values, requests, worth = run_values(out, args.turns)
         steps = sorted(next(iter(values.values())))

@@ -80,7 +80,7 @@ def test_each_turn_of_a_real_audit_is_played_by_its_route(weights: dict[str, Pat
 
 def test_routes_count_turns_cumulatively() -> None:
     routed = ByTurnChatModel("r", [_Named(), _Named(), _Named()], [2, 1])
-    assert [routed.models.index(routed.model_for(turn)) for turn in range(6)] == [0, 0, 1, 2, 2, 2]
+    assert [routed.route_for(turn) for turn in range(6)] == [0, 0, 1, 2, 2, 2]
     reply = Message(role="assistant", content="x")
     asked = [Message(role="user", content="a"), reply, Message(role="tool", content="r", tool_call_id="c"), reply]
     assert auditor_turn(asked) == 2 and auditor_turn(asked[:1]) == 0

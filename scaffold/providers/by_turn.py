@@ -108,10 +108,6 @@ class ByTurnChatModel:
         """The index of the route that plays auditor turn `turn` (0-based)."""
         return next((i for i, bound in enumerate(self._bounds) if turn < bound), len(self._bounds))
 
-    def model_for(self, turn: int) -> ChatModel:
-        """The model that plays auditor turn `turn` (0-based)."""
-        return self.models[self.route_for(turn)]
-
     async def generate(
         self,
         messages: Sequence[Message],
