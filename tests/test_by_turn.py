@@ -16,7 +16,7 @@ import yaml
 
 from auditor.build import build_auditor
 from scaffold.messages import Message
-from scaffold.providers.by_turn import ByTurnChatModel, auditor_turn
+from scaffold.providers.by_turn import ByTurnChatModel, auditor_turn, then
 from scaffold.run import run_audit
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
@@ -84,6 +84,18 @@ def test_routes_count_turns_cumulatively() -> None:
     reply = Message(role="assistant", content="x")
     asked = [Message(role="user", content="a"), reply, Message(role="tool", content="r", tool_call_id="c"), reply]
     assert auditor_turn(asked) == 2 and auditor_turn(asked[:1]) == 0
+
+
+def test_a_routed_start_is_flattened_so_each_route_hands_its_ids_on() -> None:
+    """then(): a frozen start (itself routed: one turn, then the rest of its turns) before the policy."""
+    probing, finding, policy = _Named(), _Named(), _Named()
+    start = ByTurnChatModel("start", [probing, finding], [1])
+    routed = then(start, 2, policy)
+    assert routed.models == (probing, finding, policy)  # no nested by_turn model, whose tokenizer none can read
+    assert [routed.route_for(turn) for turn in range(4)] == [0, 1, 2, 2]
+    assert [then(probing, 2, policy).route_for(turn) for turn in range(3)] == [0, 0, 1]
+    with pytest.raises(ValueError, match="cannot play only 1"):
+        then(start, 1, policy)
 
 
 class _Named:

@@ -173,3 +173,60 @@ def test_a_grpo_step_plays_one_start_per_group(tmp_path: Path) -> None:
         first_turns.append(tuple(turns[0][0].prompt_ids + turns[0][0].completion_ids))
     assert len(set(first_turns)) == len(first_turns)
     assert step["tokens/sampled"] == trained and step["prefix_breaks"] == 0
+
+
+def test_a_start_auditor_needs_shared_turns() -> None:
+    from training_helpers import SMOKE
+
+    from scaffold.specs import SpecError
+    from training.config import load_config
+
+    with pytest.raises(SpecError, match="start_auditor"):
+        load_config(SMOKE, {"tasks.start_auditor": "heuristic"})
+
+
+def test_a_frozen_start_auditor_plays_the_shared_turns_and_the_policy_learns_the_rest(tmp_path: Path) -> None:
+    """tasks.start_auditor: each group's shared turn comes from the frozen start model (its own
+    weights, its own version stamp), the policy continues its exact ids, and only the policy's
+    turns carry loss."""
+    pytest.importorskip("trl")
+    from training_helpers import SMOKE
+
+    from training.config import load_config
+    from training.grpo import run_grpo
+    from training.metrics import read_metrics
+    from training.policy import load_packaged_tokenizer, tiny_random_model
+    from training.rows import token_records
+
+    peft = pytest.importorskip("peft")
+    from scaffold.providers.lora import adapter_fingerprint
+
+    tokenizer = load_packaged_tokenizer()
+    base = tiny_random_model(tokenizer, seed=5)  # other weights than the policy's
+    base.save_pretrained(tmp_path / "start")
+    tokenizer.save_pretrained(tmp_path / "start")
+    lora = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    peft.get_peft_model(base, lora).save_pretrained(tmp_path / "start-adapter")
+    spec = f"hf:{tmp_path / 'start'}+lora:{tmp_path / 'start-adapter'}+constrained+max_tokens:48"
+    overrides = {"tasks.shared_turns": 1, "tasks.start_auditor": spec,
+                 "steps": 1, "eval.at_end": False, "seed": 1}
+    config = load_config(SMOKE, overrides)
+    run_grpo(config, tmp_path / "run")
+    lines = [json.loads(line) for line in (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()]
+    (step,) = [r for r in read_metrics(tmp_path / "run") if r["stage"] == "grpo"]
+    store = Store(f"sqlite:///{tmp_path / 'run' / 'rollouts.db'}")
+    continued, trained = 0, 0
+    for line in lines:
+        records = token_records(Transcript.from_events(line["run_id"], store.read_events(line["run_id"])))
+        own = records[1:] if line["shared_start"] else records
+        trained += sum(sum(record.completion_mask) for record in own)
+        if not line["shared_start"]:
+            continue
+        continued += 1
+        start, policy = records[0], records[1]
+        # Two models played the audit: the frozen start (its adapter's stamp) and the policy being trained.
+        assert (start.policy_version, policy.policy_version) == (adapter_fingerprint(tmp_path / "start-adapter"), "step-0")
+        sampled = start.prompt_ids + start.completion_ids
+        assert policy.prompt_ids[: len(sampled)] == sampled  # the policy read the start's exact ids
+    assert continued >= config.group_size and step["shared_starts"] >= 1
+    assert step["tokens/sampled"] == trained and step["prefix_breaks"] == 0

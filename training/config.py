@@ -164,6 +164,13 @@ class TasksConfig(_Strict, BudgetShorthands):
         "compare only what those turns did (the shared turns carry no loss). 0: every rollout is a whole audit. "
         "Below budget.max_turns; one training process only.",
     )
+    start_auditor: str | None = Field(
+        None,
+        description="With shared_turns: the auditor that plays each group's shared turns instead of the policy, an "
+        "`--auditor` spec (a model-spec YAML file, a `by_turn` one included). It stays frozen, so the policy learns "
+        "only the turns after, on the openings it will be routed after (e.g. the report turn after a trained probing "
+        "turn). A local model that reads chats as the policy does hands it the exact ids it sampled. Unset: the policy.",
+    )
     curriculum: list[CurriculumStage] = Field(
         default_factory=list,
         description="Organism difficulty by step, easiest first: e.g. [{until_step: 15, difficulty: easy}, "
@@ -197,6 +204,8 @@ class TasksConfig(_Strict, BudgetShorthands):
         if self.shared_turns >= self.budget.turn_limit:
             raise ValueError(f"tasks.shared_turns ({self.shared_turns}) must be below the turns each rollout plays "
                              f"({self.budget.turn_limit}): a group must have turns of its own")
+        if self.start_auditor is not None and not self.shared_turns:
+            raise ValueError("tasks.start_auditor plays a group's shared turns: set tasks.shared_turns too")
         bounds = [stage.until_step for stage in self.curriculum]
         if any(b is None for b in bounds[:-1]) or bounds[:-1] != sorted(set(bounds[:-1])):  # type: ignore[type-var]
             raise ValueError("tasks.curriculum: every stage but the last needs an until_step, in increasing order")

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from auditor.build import build_auditor
 from evals.suites import load_suite
 from rewards.judges import build_judge
 from scaffold.secrets import SecretRegistry
@@ -116,7 +117,14 @@ class GrpoSession:
             self.secrets,
             wrap_target=lambda m: TimedModel(m, self.clocks["target"]),
             ranks=self.ranks,
+            start_auditor=self._start_auditor(),
         )
+
+    def _start_auditor(self) -> Any:
+        """The frozen auditor of the groups' shared turns (tasks.start_auditor). Not wrapped in a clock:
+        a `by_turn` start must stay one, so its routes hand their ids on (`by_turn.then`)."""
+        spec = self.config.tasks.start_auditor
+        return None if spec is None else build_auditor(spec, self.secrets)
 
     @property
     def external_sampler(self) -> bool:

@@ -31,7 +31,8 @@ from rewards.hacking import hacking_flags
 from rewards.judges import Judge
 from rewards.types import JudgeResult, RewardResult
 from scaffold.checkpoints import open_store_checkpointer
-from scaffold.model import ChatModel
+from scaffold.model import ChatModel, close_model
+from scaffold.providers.by_turn import then
 from scaffold.run import SharedStart, play_shared_start
 from scaffold.secrets import SecretRegistry
 from scaffold.specs import SpecError
@@ -149,6 +150,14 @@ def _row(transcript: Transcript, context_turns: int = 0) -> tuple[TrainingRow | 
     return row, merged.prefix_breaks, sum(len(r.turns) for r in merged.rows[:-1])
 
 
+def _context_turns(start: SharedStart | None) -> int:
+    """The token records a group's shared start left in each rollout: one a turn from a local
+    policy, none from a start auditor without tokens (an API model, a heuristic)."""
+    if start is None:
+        return 0
+    return len(token_records(Transcript.from_events(start.run_id, list(start.events))))
+
+
 class RolloutRunner:
     """Runs groups of judged audits with one sampler, one judge and cached organisms."""
 
@@ -161,8 +170,12 @@ class RolloutRunner:
         secrets: SecretRegistry,
         wrap_target: Callable[[ChatModel], ChatModel] = lambda m: m,
         ranks: Ranks = Ranks(),
+        start_auditor: ChatModel | None = None,
     ) -> None:
         self.config, self.sampler, self.judge, self.secrets = config, sampler, judge, secrets
+        # A frozen start auditor plays the shared turns; the policy every turn after (tasks.start_auditor).
+        self.auditor = sampler if start_auditor is None else then(start_auditor, config.tasks.shared_turns, sampler)
+        self.start_auditor = start_auditor
         self.ranks = ranks  # with several training processes, rollouts keep their global index
         self.out = out / "rollouts"
         self.out.mkdir(parents=True, exist_ok=True)
@@ -178,7 +191,7 @@ class RolloutRunner:
         return TargetSpec(name=f"{quirk} ({organism.difficulty})", organism=organism)
 
     def _models(self, spec: TargetSpec) -> AuditModels:
-        return AuditModels(self.sampler, self.targets.get(spec), self.judge)
+        return AuditModels(self.auditor, self.targets.get(spec), self.judge)
 
     def _job(self, task: RolloutTask, spec: TargetSpec, step: int, index: int) -> AuditJob:
         return AuditJob(
@@ -253,7 +266,7 @@ class RolloutRunner:
                 start=start,
             )
             transcript = judged.transcript
-            row, breaks, dropped = _row(transcript, start.turns if start is not None else 0)
+            row, breaks, dropped = _row(transcript, _context_turns(start))
             hacks = hacking_flags(transcript, self.config.reward.weights)
             # No verdict is not a zero: a rollout the judge could not score gets no advantage.
             # The reward is the one the job computed and stored with its verdict, never a second computation.
@@ -269,6 +282,8 @@ class RolloutRunner:
 
     async def close(self) -> None:
         await self.targets.close()
+        if self.start_auditor is not None:
+            await close_model(self.start_auditor)
 
 
 def rollout_summary(rollouts: list[Rollout]) -> dict[str, Any]:

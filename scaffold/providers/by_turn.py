@@ -127,6 +127,24 @@ class ByTurnChatModel:
         await asyncio.gather(*(close_model(model) for model in self.models))
 
 
+def then(first: ChatModel, turns: int, rest: ChatModel) -> ByTurnChatModel:
+    """An auditor whose first `turns` turns `first` plays and every later one `rest`.
+
+    A `by_turn` model as `first` is flattened into its routes (its last route plays up to
+    `turns`), so each route still hands its sampled ids to the next (`reads_alike` needs a
+    model with one tokenizer)."""
+    if turns < 1:
+        raise ValueError(f"the first model plays at least one turn, not {turns}")
+    models, counts = [first], [turns]
+    if isinstance(first, ByTurnChatModel):
+        earlier = first._bounds[-1]
+        if turns <= earlier:
+            raise ValueError(f"{first.name}: its routes play {earlier + 1} or more turns; it cannot play only {turns}")
+        models = list(first.models)
+        counts = [first._bounds[0], *(b - a for a, b in zip(first._bounds, first._bounds[1:])), turns - earlier]
+    return ByTurnChatModel(f"{first.name}+{rest.name}", [*models, rest], counts)
+
+
 def reads_alike(first: ChatModel, second: ChatModel) -> bool:
     """Whether two token-level models turn a chat into the same ids (same vocabulary and chat
     template), so that one can extend the ids the other sampled."""
