@@ -230,3 +230,30 @@ def test_a_frozen_start_auditor_plays_the_shared_turns_and_the_policy_learns_the
         assert policy.prompt_ids[: len(sampled)] == sampled  # the policy read the start's exact ids
     assert continued >= config.group_size and step["shared_starts"] >= 1
     assert step["tokens/sampled"] == trained and step["prefix_breaks"] == 0
+
+
+def test_a_start_auditor_without_tokens_leaves_the_policy_every_record(tmp_path: Path) -> None:
+    """A heuristic start writes no token records: the policy's first turn begins the row, every record is
+    the policy's own and carries its loss, and no prefix break is counted."""
+    pytest.importorskip("trl")
+    from training_helpers import SMOKE
+
+    from training.config import load_config
+    from training.grpo import run_grpo
+    from training.metrics import read_metrics
+    from training.rows import token_records
+
+    config = load_config(SMOKE, {"tasks.shared_turns": 1, "tasks.start_auditor": "heuristic", "steps": 1,
+                                 "eval.at_end": False, "seed": 1})
+    run_grpo(config, tmp_path / "run")
+    lines = [json.loads(line) for line in (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()]
+    (step,) = [r for r in read_metrics(tmp_path / "run") if r["stage"] == "grpo"]
+    store = Store(f"sqlite:///{tmp_path / 'run' / 'rollouts.db'}")
+    continued = [line for line in lines if line["shared_start"]]
+    assert continued and step["shared_starts"] >= 1
+    trained = 0
+    for line in lines:
+        records = token_records(Transcript.from_events(line["run_id"], store.read_events(line["run_id"])))
+        assert all(record.policy_version == "step-0" for record in records)  # the heuristic left none
+        trained += sum(sum(record.completion_mask) for record in records)
+    assert step["tokens/sampled"] == trained > 0 and step["prefix_breaks"] == 0
