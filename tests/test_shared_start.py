@@ -257,3 +257,20 @@ def test_a_start_auditor_without_tokens_leaves_the_policy_every_record(tmp_path:
         assert all(record.policy_version == "step-0" for record in records)  # the heuristic left none
         trained += sum(sum(record.completion_mask) for record in records)
     assert step["tokens/sampled"] == trained > 0 and step["prefix_breaks"] == 0
+
+
+def test_a_group_whose_start_failed_trains_none_of_the_frozen_turns() -> None:
+    """Without a start, a group plays whole audits, and a frozen start auditor still plays their first
+    turns: those records carry no loss. Without a start auditor, every record is the policy's."""
+    from scaffold.events import AuditorMessageEvent
+    from training.rollouts import _context_turns
+
+    def turn(tokens: bool) -> AuditorMessageEvent:
+        return AuditorMessageEvent(message=Message(role="assistant", content="x"), tokens={"prompt_ids": [1]} if tokens else None)
+
+    system = AuditorMessageEvent(message=Message(role="system", content="p"))
+    local = Transcript.from_events("r", [system, turn(True), turn(True), turn(True)])
+    tokenless_start = Transcript.from_events("r", [system, turn(False), turn(False), turn(True)])
+    assert _context_turns(local, None, frozen_turns=2) == 2
+    assert _context_turns(tokenless_start, None, frozen_turns=2) == 0  # the heuristic's turns left no record
+    assert _context_turns(local, None, frozen_turns=0) == 0
