@@ -105,8 +105,8 @@ class _Named:
 class _Recorder(_Named):
     """A token-level model stand-in: records the configs it is called with."""
 
-    def __init__(self, tokenizer: object) -> None:
-        self.tokenizer, self.configs = tokenizer, []
+    def __init__(self, tokenizer: object, tool_role: str = "user") -> None:
+        self.tokenizer, self.tool_role, self.configs = tokenizer, tool_role, []
 
     async def generate(self, messages, tools=(), config=None):  # noqa: ANN001, ANN201
         self.configs.append(config)
@@ -128,6 +128,11 @@ def test_a_route_with_another_vocabulary_never_reads_the_previous_routes_ids() -
         asyncio.run(routed.generate([Message(role="user", content="a"), *[reply] * turn], (), config))
     assert alike.configs[0].last_turn_ids == (1, 2, 3)  # same vocabulary and template
     assert foreign.configs[0].last_turn_ids is None
+    # The same tokenizer with tool results in another chat role renders the history differently.
+    other_role = _Recorder(hf.packaged_tokenizer(), tool_role="tool")
+    routed = ByTurnChatModel("r", [_Recorder(hf.packaged_tokenizer()), other_role], [1])
+    asyncio.run(routed.generate([Message(role="user", content="a"), reply], (), config))
+    assert other_role.configs[0].last_turn_ids is None
 
 
 @pytest.mark.parametrize(

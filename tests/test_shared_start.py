@@ -271,6 +271,6 @@ def test_a_group_whose_start_failed_trains_none_of_the_frozen_turns() -> None:
     system = AuditorMessageEvent(message=Message(role="system", content="p"))
     local = Transcript.from_events("r", [system, turn(True), turn(True), turn(True)])
     tokenless_start = Transcript.from_events("r", [system, turn(False), turn(False), turn(True)])
-    assert _context_turns(local, None, frozen_turns=2) == 2
-    assert _context_turns(tokenless_start, None, frozen_turns=2) == 0  # the heuristic's turns left no record
-    assert _context_turns(local, None, frozen_turns=0) == 0
+    assert _context_turns(local, 2) == 2
+    assert _context_turns(tokenless_start, 2) == 0  # the heuristic's turns left no record
+    assert _context_turns(local, 0) == 0

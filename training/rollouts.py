@@ -151,15 +151,12 @@ def _row(transcript: Transcript, context_turns: int = 0) -> tuple[TrainingRow | 
     return row, merged.prefix_breaks, sum(len(r.turns) for r in merged.rows[:-1])
 
 
-def _context_turns(transcript: Transcript, start: SharedStart | None, frozen_turns: int) -> int:
-    """The token records at the head of a rollout that carry no loss: those its group's shared
-    start left (one a turn from a local model, none from a start auditor without tokens, such
-    as an API model or a heuristic), or, for a group whose start failed and that plays whole
-    audits, those of the first `frozen_turns` turns, which a frozen start auditor still played."""
-    if start is not None:
-        return len(token_records(Transcript.from_events(start.run_id, list(start.events))))
-    turns = [e for e in transcript.events if isinstance(e, AuditorMessageEvent) and e.message.role == "assistant"]
-    return sum(1 for e in turns[:frozen_turns] if e.tokens is not None)
+def _context_turns(transcript: Transcript, turns: int) -> int:
+    """The token records of a rollout's first `turns` auditor turns, which carry no loss (its
+    group's shared start, or the turns a frozen start auditor played): one a turn from a local
+    model, none from a start auditor without tokens (an API model, a heuristic)."""
+    played = [e for e in transcript.events if isinstance(e, AuditorMessageEvent) and e.message.role == "assistant"]
+    return sum(1 for e in played[:turns] if e.tokens is not None)
 
 
 class RolloutRunner:
@@ -270,8 +267,9 @@ class RolloutRunner:
                 start=start,
             )
             transcript = judged.transcript
+            # A group whose start failed plays whole audits, whose first turns a frozen start auditor still played.
             frozen = self.config.tasks.shared_turns if self.start_auditor is not None else 0
-            row, breaks, dropped = _row(transcript, _context_turns(transcript, start, frozen))
+            row, breaks, dropped = _row(transcript, _context_turns(transcript, start.turns if start else frozen))
             hacks = hacking_flags(transcript, self.config.reward.weights)
             # No verdict is not a zero: a rollout the judge could not score gets no advantage.
             # The reward is the one the job computed and stored with its verdict, never a second computation.

@@ -92,6 +92,7 @@ class ByTurnChatModel:
         self.name = name
         self.models = tuple(models)
         self.supports_prefill = all(model.supports_prefill for model in models)
+        self.first_turns = tuple(first_turns)
         # Turn k goes to the first model whose cumulative turn count exceeds k.
         bounds, total = [], 0
         for count in first_turns:
@@ -135,21 +136,19 @@ def then(first: ChatModel, turns: int, rest: ChatModel) -> ByTurnChatModel:
     model with one tokenizer)."""
     if turns < 1:
         raise ValueError(f"the first model plays at least one turn, not {turns}")
-    models, counts = [first], [turns]
-    if isinstance(first, ByTurnChatModel):
-        earlier = first._bounds[-1]
-        if turns <= earlier:
-            raise ValueError(f"{first.name}: its routes play {earlier + 1} or more turns; it cannot play only {turns}")
-        models = list(first.models)
-        counts = [first._bounds[0], *(b - a for a, b in zip(first._bounds, first._bounds[1:])), turns - earlier]
-    return ByTurnChatModel(f"{first.name}+{rest.name}", [*models, rest], counts)
+    if not isinstance(first, ByTurnChatModel):
+        return ByTurnChatModel(f"{first.name}+{rest.name}", [first, rest], [turns])
+    earlier = sum(first.first_turns)
+    if turns <= earlier:
+        raise ValueError(f"{first.name}: its routes play {earlier + 1} or more turns; it cannot play only {turns}")
+    return ByTurnChatModel(f"{first.name}+{rest.name}", [*first.models, rest], [*first.first_turns, turns - earlier])
 
 
 def reads_alike(first: ChatModel, second: ChatModel) -> bool:
-    """Whether two token-level models turn a chat into the same ids (same vocabulary and chat
-    template), so that one can extend the ids the other sampled."""
+    """Whether two token-level models turn a chat into the same ids (same vocabulary, chat
+    template and tool-result role), so that one can extend the ids the other sampled."""
     a, b = getattr(first, "tokenizer", None), getattr(second, "tokenizer", None)
-    if a is None or b is None:
+    if a is None or b is None or getattr(first, "tool_role", None) != getattr(second, "tool_role", None):
         return False
     return a is b or (a.chat_template == b.chat_template and a.get_vocab() == b.get_vocab())
 
